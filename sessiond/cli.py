@@ -1,0 +1,121 @@
+"""The ``sessiond`` command.
+
+Exit codes: 0 success; 1 an unexpected internal error (a bug: please report it); 2 bad input
+(a file that is not a session, an unknown entry id, a bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .errors import SessiondError
+from .inspection import InspectOptions, inspect_file
+from .model.js_json import stringify
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+
+def _leaf(value: str) -> str:
+    if not value:
+        raise argparse.ArgumentTypeError("an entry id, or 'null' for no leaf")
+    return value
+
+
+def _non_negative(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sessiond",
+        description="A session daemon for coding agents. Pi-compatible session trees, projection and compaction.",
+    )
+    parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser(
+        "inspect",
+        help="show what sessiond derives from session files (leaf, branch, context, tree, compaction)",
+        description=(
+            "Load session files and print, per file, a JSON object with the leaf, the selected branch, "
+            "the context the model would see (with token estimates), the tree, and with --compaction "
+            "the compaction that would run now. Keys match pi-oracle's output. Files are only read."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl files")
+    p.add_argument("--leaf", type=_leaf, help="move the leaf to this entry id first ('null' = no leaf)")
+    p.add_argument("--full", action="store_true", help="full message texts instead of 120-character previews")
+    p.add_argument("--compaction", action="store_true", help="also report token estimates and the compaction preparation")
+    p.add_argument("--keep", type=_non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)")
+    p.add_argument("--reserve", type=_non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)")
+    p.add_argument("--window", type=_non_negative, metavar="N", help="context window, enables shouldCompact")
+    p.add_argument(
+        "--estimator", choices=("pi", "tiktoken"), default="pi", help="token estimator (default: pi, Pi's own numbers)"
+    )
+    p.add_argument("--jsonl", action="store_true", help="one compact JSON object per line")
+    p.set_defaults(handler=_cmd_inspect)
+    return parser
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    options = InspectOptions(
+        leaf=args.leaf,
+        full=args.full,
+        compaction=args.compaction,
+        keep=args.keep,
+        reserve=args.reserve,
+        window=args.window,
+        estimator=args.estimator,
+    )
+    results: list[dict[str, Any]] = []
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            results.append(inspect_file(path, options))
+        except SessiondError as exc:
+            print(f"sessiond inspect: {exc.message}", file=sys.stderr)
+            results.append({"file": path, "error": exc.message})
+            status = EXIT_BAD_INPUT
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            print(f"sessiond inspect: cannot read {path}: {reason}", file=sys.stderr)
+            results.append({"file": path, "error": f"cannot read {path}: {reason}"})
+            status = EXIT_BAD_INPUT
+    if args.jsonl:
+        text = "".join(stringify(r) + "\n" for r in results)
+    else:
+        text = stringify(results[0] if len(results) == 1 else results, indent=2) + "\n"
+    sys.stdout.buffer.write(text.encode())
+    sys.stdout.flush()
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: one line for the user, no traceback
+        print(f"sessiond: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

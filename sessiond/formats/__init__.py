@@ -1,0 +1,1 @@
+"""Session file dialects, each mapped onto the one model in :mod:`sessiond.model`."""

@@ -1,0 +1,273 @@
+"""``sessiond inspect``: everything sessiond derives from a session file, as one JSON object.
+
+The keys and their meanings are those of ``pi-oracle`` (``shared/tools/pi-oracle/harness.mjs``),
+which prints what Pi's own code derives from the same file; so the two outputs can be
+compared directly, and a difference is a compatibility bug. sessiond adds ``format``,
+``estimator`` and ``diagnostics`` (what was skipped, orphans, cycles, duplicate ids).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from . import __version__
+from .compaction.prepare import CompactionSettings, NoCompaction, prepare_compaction
+from .errors import EntryNotFoundError
+from .formats.pi import LoadedSession, load_session
+from .model import entries as E
+from .model.js import UNDEFINED, get, nullish, to_string, trim, truthy, utf16_len, utf16_slice, utf16_sort_key
+from .model.js_json import object_items, stringify
+from .model.messages import convert_to_llm
+from .model.projection import project
+from .model.tokens import TokenEstimator, estimate_context_tokens, estimate_projected_context_tokens, get_estimator
+from .model.tree import SessionTree, count_nodes
+
+PREVIEW_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class InspectOptions:
+    leaf: str | None = None
+    """Move the leaf before building context: an entry id, or ``"null"`` for no leaf."""
+    full: bool = False
+    """Full message texts instead of 120-character previews."""
+    compaction: bool = False
+    keep: int = 20000
+    reserve: int = 16384
+    window: int | None = None
+    estimator: str = "pi"
+
+
+def inspect_file(path: str, options: InspectOptions) -> dict[str, Any]:
+    """Load ``path`` and describe it. Raises :class:`~sessiond.errors.SessiondError` subclasses."""
+    loaded = load_session(path)
+    return describe_session(loaded, options, file=os.path.abspath(path))
+
+
+def describe_session(loaded: LoadedSession, options: InspectOptions, file: str = "<memory>") -> dict[str, Any]:
+    estimator = get_estimator(options.estimator)
+    clip = _clipper(options.full)
+    tree = SessionTree(loaded.entries)
+    diag = loaded.diagnostics
+    result: dict[str, Any] = {
+        "file": file,
+        "format": "pi",
+        "sessiondVersion": __version__,
+        "estimator": estimator.name,
+        "fileRepair": {
+            "modified": diag.torn_tail or loaded.migrated,
+            "trailingNewlineAdded": diag.torn_tail and not loaded.migrated,
+            "rewritten": loaded.migrated,
+        },
+        "header": loaded.header,
+        "sessionId": loaded.header["id"],
+        "entryCount": len(tree),
+        "sessionName": _session_name(loaded.file_lines),
+        "loadedLeafId": tree.leaf_id,
+    }
+    if options.leaf is not None:
+        if options.leaf == "null":
+            tree.reset_leaf()
+        else:
+            try:
+                tree.set_leaf(options.leaf)
+            except KeyError:
+                raise EntryNotFoundError(options.leaf) from None
+    result["leafId"] = tree.leaf_id
+    branch = tree.branch()
+    result["branchIds"] = [get(e, "id") for e in branch]
+    result["branch"] = [_entry_brief(e) for e in branch]
+    path = tree.context_path()
+    projection = project(path)
+    result["contextEntryIds"] = [get(p.source, "id") for p in projection.entries]
+    result["projection"] = [
+        {"id": get(p.source, "id"), "type": get(p.source, "type"), "messages": len(p.messages)}
+        for p in projection.entries
+    ]
+    result["context"] = {
+        "thinkingLevel": projection.settings.thinking_level,
+        "model": projection.settings.model,
+        "messages": [_describe_message(m, clip, estimator) for m in projection.messages],
+        "llmRoles": [get(m, "role") for m in convert_to_llm(projection.messages)],
+    }
+    roots = tree.tree()
+    labels: dict[str, Any] = {}
+    stack = list(roots)
+    visited: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node.label is not UNDEFINED:
+            labels[to_string(get(node.entry, "id"))] = node.label
+        if id(node) not in visited:
+            visited.add(id(node))
+            stack.extend(node.children)
+    result["tree"] = {"roots": [get(n.entry, "id") for n in roots], "nodes": count_nodes(roots), "labels": labels}
+    if options.compaction:
+        result["compaction"] = _compaction_report(branch, projection, options, estimator, clip)
+    td = tree.diagnostics()
+    result["diagnostics"] = {
+        **diag.as_json(),
+        "duplicateIds": td.duplicate_ids,
+        "orphans": td.orphans,
+        "selfParents": td.self_parents,
+        "cycles": td.cycles,
+        "entriesWithoutId": td.entries_without_id,
+    }
+    return result
+
+
+def _session_name(file_lines: list[Any]) -> Any:
+    """The latest ``session_info`` in file order, any branch; an empty name clears it."""
+    for line in reversed(file_lines):
+        if get(line, "type") == E.SESSION_INFO:
+            name = get(line, "name")
+            if type(name) is str and trim(name):
+                return trim(name)
+            return None
+    return None
+
+
+def _clipper(full: bool) -> Any:
+    def clip(text: str) -> str:
+        if full or utf16_len(text) <= PREVIEW_CHARS:
+            return text
+        return utf16_slice(text, 0, PREVIEW_CHARS - 3) + "..."
+
+    return clip
+
+
+def _entry_brief(e: Any) -> dict[str, Any]:
+    brief: dict[str, Any] = {"id": get(e, "id"), "parentId": get(e, "parentId"), "type": get(e, "type")}
+    t = brief["type"]
+    if t == E.MESSAGE:
+        brief["role"] = get(get(e, "message"), "role")
+    elif t == E.CONTEXT_EDIT:
+        brief["targetId"] = get(e, "targetId")
+        brief["replacement"] = None if get(e, "replacement") is None else "content"
+    elif t == E.LABEL:
+        brief["targetId"] = get(e, "targetId")
+        label = get(e, "label")
+        brief["label"] = None if nullish(label) else label
+    elif t == E.COMPACTION:
+        brief["firstKeptEntryId"] = get(e, "firstKeptEntryId")
+    elif t == E.BRANCH_SUMMARY:
+        brief["fromId"] = get(e, "fromId")
+    return brief
+
+
+def _blocks_text(content: Any) -> str:
+    """A readable rendering of message content (text, and placeholders for other blocks)."""
+    if nullish(content):
+        return ""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        return stringify(content)
+    parts: list[Any] = []
+    for b in content:
+        if type(b) is not dict and type(b) is not list:
+            parts.append("")
+            continue
+        t = get(b, "type")
+        if t == "text":
+            text = get(b, "text")
+            parts.append("" if nullish(text) else text)
+        elif t == "image":
+            mime = get(b, "mimeType")
+            parts.append(f"[image {'?' if nullish(mime) else to_string(mime)}]")
+        elif t == "thinking":
+            thinking = get(b, "thinking")
+            parts.append(f"[thinking {utf16_len(to_string('' if nullish(thinking) else thinking))} chars]")
+        elif t == "toolCall":
+            args = get(b, "arguments")
+            parts.append(f"[toolCall {to_string(get(b, 'name'))}({stringify({} if nullish(args) else args)})]")
+        else:
+            parts.append(f"[{to_string(t)}]")
+    return "\n".join(to_string(p) for p in parts if truthy(p))
+
+
+def _describe_message(m: Any, clip: Any, estimator: TokenEstimator) -> dict[str, Any]:
+    role = get(m, "role")
+    out: dict[str, Any] = {"role": role}
+    if role in ("user", "custom"):
+        out["text"] = clip(_blocks_text(get(m, "content")))
+        if role == "custom":
+            out["customType"] = get(m, "customType")
+            out["display"] = get(m, "display")
+    elif role == "assistant":
+        out["text"] = clip(_blocks_text(get(m, "content")))
+        out["stopReason"] = get(m, "stopReason")
+        out["provider"] = get(m, "provider")
+        out["model"] = get(m, "model")
+        error = get(m, "errorMessage")
+        if truthy(error):
+            out["errorMessage"] = clip(to_string(error))
+    elif role == "toolResult":
+        out["text"] = clip(_blocks_text(get(m, "content")))
+        out["toolCallId"] = get(m, "toolCallId")
+        out["toolName"] = get(m, "toolName")
+        out["isError"] = get(m, "isError")
+    elif role == "bashExecution":
+        output = get(m, "output")
+        out["text"] = clip(f"$ {to_string(get(m, 'command'))}\n{'' if nullish(output) else to_string(output)}")
+        if truthy(get(m, "excludeFromContext")):
+            out["excludeFromContext"] = True
+    elif role in ("compactionSummary", "branchSummary"):
+        summary = get(m, "summary")
+        out["text"] = clip("" if nullish(summary) else to_string(summary))
+        if role == "compactionSummary":
+            out["tokensBefore"] = get(m, "tokensBefore")
+        else:
+            out["fromId"] = get(m, "fromId")
+    elif role == "system":
+        out["text"] = clip(_blocks_text(get(m, "content")))
+        sections = get(m, "sections")
+        out["sections"] = [k for k, _ in object_items(sections)] if type(sections) is dict else []
+        added = get(m, "toolsAdded")
+        out["toolsAdded"] = [get(t, "name") for t in added] if type(added) is list else []
+        removed = get(m, "toolsRemoved")
+        if truthy(removed) and type(removed) is list:
+            out["toolsRemoved"] = [get(t, "name") for t in removed]
+    else:
+        out["text"] = clip(_blocks_text(get(m, "content")))
+    out["estTokens"] = estimator.message_tokens(m)
+    return out
+
+
+def _compaction_report(
+    branch: list[Any], projection: Any, options: InspectOptions, estimator: TokenEstimator, clip: Any
+) -> dict[str, Any]:
+    settings = CompactionSettings(True, options.reserve, options.keep)
+    # Pi's harness prepares on the branch (getBranch) and estimates on the context projection.
+    prep = prepare_compaction(branch, settings, estimator)
+    estimate = estimate_context_tokens(projection.messages, estimator)
+    projected = estimate_projected_context_tokens(projection, branch, estimator)
+    report: dict[str, Any] = {
+        "settings": settings.as_json(),
+        "estimateContextTokens": estimate.as_json(),
+        "estimateProjectedContextTokens": projected.as_json(),
+    }
+    if options.window:
+        report["shouldCompact"] = projected.tokens > options.window - settings.reserve_tokens
+    if isinstance(prep, NoCompaction):
+        report["preparation"] = None
+        report["reason"] = prep.reason
+        return report
+    previous = prep.previous_summary
+    report["preparation"] = {
+        "firstKeptEntryId": prep.first_kept_entry_id,
+        "isSplitTurn": prep.is_split_turn,
+        "tokensBefore": prep.tokens_before,
+        "previousSummary": None if previous is UNDEFINED else clip(to_string(previous)),
+        "messagesToSummarize": [get(m, "role") for m in prep.messages_to_summarize],
+        "turnPrefixMessages": [get(m, "role") for m in prep.turn_prefix_messages],
+        "fileOps": {
+            "read": sorted(prep.file_ops.read, key=utf16_sort_key),
+            "written": sorted(prep.file_ops.written, key=utf16_sort_key),
+            "edited": sorted(prep.file_ops.edited, key=utf16_sort_key),
+        },
+        "serializedHistoryChars": utf16_len(prep.serialized_history()),
+    }
+    return report

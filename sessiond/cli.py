@@ -40,7 +40,7 @@ def _non_negative(value: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sessiond",
-        description="A session daemon for coding agents. Pi-compatible session trees, projection and compaction.",
+        description="A session daemon for coding agents: Pi-compatible session trees and context.",
     )
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -58,12 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl files")
     p.add_argument("--leaf", type=_leaf, help="move the leaf to this entry id first ('null' = no leaf)")
     p.add_argument("--full", action="store_true", help="full message texts instead of 120-character previews")
-    p.add_argument("--compaction", action="store_true", help="also report token estimates and the compaction preparation")
-    p.add_argument("--keep", type=_non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)")
-    p.add_argument("--reserve", type=_non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)")
+    p.add_argument(
+        "--compaction", action="store_true", help="also report token estimates and the compaction preparation"
+    )
+    p.add_argument(
+        "--keep", type=_non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)"
+    )
+    p.add_argument(
+        "--reserve", type=_non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)"
+    )
     p.add_argument("--window", type=_non_negative, metavar="N", help="context window, enables shouldCompact")
     p.add_argument(
-        "--estimator", choices=("pi", "tiktoken"), default="pi", help="token estimator (default: pi, Pi's own numbers)"
+        "--estimator",
+        choices=("pi", "tiktoken"),
+        default="pi",
+        help="token estimator (default: pi, Pi's own numbers)",
     )
     p.add_argument("--jsonl", action="store_true", help="one compact JSON object per line")
     p.set_defaults(handler=_cmd_inspect)

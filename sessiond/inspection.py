@@ -21,7 +21,12 @@ from .model.js import UNDEFINED, get, nullish, to_string, trim, truthy, utf16_le
 from .model.js_json import object_items, stringify
 from .model.messages import convert_to_llm
 from .model.projection import project
-from .model.tokens import TokenEstimator, estimate_context_tokens, estimate_projected_context_tokens, get_estimator
+from .model.tokens import (
+    TokenEstimator,
+    estimate_context_tokens,
+    estimate_projected_context_tokens,
+    get_estimator,
+)
 from .model.tree import SessionTree, count_nodes
 
 PREVIEW_CHARS = 120
@@ -46,7 +51,9 @@ def inspect_file(path: str, options: InspectOptions) -> dict[str, Any]:
     return describe_session(loaded, options, file=os.path.abspath(path))
 
 
-def describe_session(loaded: LoadedSession, options: InspectOptions, file: str = "<memory>") -> dict[str, Any]:
+def describe_session(
+    loaded: LoadedSession, options: InspectOptions, file: str = "<memory>"
+) -> dict[str, Any]:
     estimator = get_estimator(options.estimator)
     clip = _clipper(options.full)
     tree = SessionTree(loaded.entries)
@@ -103,7 +110,11 @@ def describe_session(loaded: LoadedSession, options: InspectOptions, file: str =
         if id(node) not in visited:
             visited.add(id(node))
             stack.extend(node.children)
-    result["tree"] = {"roots": [get(n.entry, "id") for n in roots], "nodes": count_nodes(roots), "labels": labels}
+    result["tree"] = {
+        "roots": [get(n.entry, "id") for n in roots],
+        "nodes": count_nodes(roots),
+        "labels": labels,
+    }
     if options.compaction:
         result["compaction"] = _compaction_report(branch, projection, options, estimator, clip)
     td = tree.diagnostics()
@@ -182,7 +193,9 @@ def _blocks_text(content: Any) -> str:
             parts.append(f"[thinking {utf16_len(to_string('' if nullish(thinking) else thinking))} chars]")
         elif t == "toolCall":
             args = get(b, "arguments")
-            parts.append(f"[toolCall {to_string(get(b, 'name'))}({stringify({} if nullish(args) else args)})]")
+            parts.append(
+                f"[toolCall {to_string(get(b, 'name'))}({stringify({} if nullish(args) else args)})]"
+            )
         else:
             parts.append(f"[{to_string(t)}]")
     return "\n".join(to_string(p) for p in parts if truthy(p))
@@ -211,7 +224,9 @@ def _describe_message(m: Any, clip: Any, estimator: TokenEstimator) -> dict[str,
         out["isError"] = get(m, "isError")
     elif role == "bashExecution":
         output = get(m, "output")
-        out["text"] = clip(f"$ {to_string(get(m, 'command'))}\n{'' if nullish(output) else to_string(output)}")
+        out["text"] = clip(
+            f"$ {to_string(get(m, 'command'))}\n{'' if nullish(output) else to_string(output)}"
+        )
         if truthy(get(m, "excludeFromContext")):
             out["excludeFromContext"] = True
     elif role in ("compactionSummary", "branchSummary"):

@@ -28,7 +28,7 @@ def oracle_dir() -> Path | None:
     """Where pi-oracle is installed (``scripts/setup-oracle``), or None."""
     candidates = [os.environ.get("PI_ORACLE_DIR"), str(REPO / ".cache" / "pi-oracle")]
     for c in candidates:
-        if c and (Path(c) / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir():
-            if shutil.which("node"):
-                return Path(c)
+        installed = c and (Path(c) / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir()
+        if installed and shutil.which("node"):
+            return Path(c)
     return None

@@ -137,7 +137,9 @@ def _is_recovery_suffix(suffix: list[ProjectedEntry]) -> bool:
         ):
             return False
     has_omitted_attempt = any(
-        get(p.source, "type") == E.MESSAGE and get(get(p.source, "message"), "role") == "assistant" and omitted(p)
+        get(p.source, "type") == E.MESSAGE
+        and get(get(p.source, "message"), "role") == "assistant"
+        and omitted(p)
         for p in suffix
     )
     if not has_omitted_attempt:

@@ -32,7 +32,11 @@ class CompactionSettings:
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 
     def as_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "reserveTokens": self.reserve_tokens, "keepRecentTokens": self.keep_recent_tokens}
+        return {
+            "enabled": self.enabled,
+            "reserveTokens": self.reserve_tokens,
+            "keepRecentTokens": self.keep_recent_tokens,
+        }
 
 
 @dataclass(slots=True)
@@ -98,7 +102,9 @@ def prepare_compaction(
         previous_summary = get(projected[prev_index].source, "summary")
         boundary_start = prev_index + 1
     tokens_before = estimate_projected_context_tokens(projection, path, estimator).tokens
-    cut = find_projected_cut_point(projected, boundary_start, len(projected), settings.keep_recent_tokens, estimator)
+    cut = find_projected_cut_point(
+        projected, boundary_start, len(projected), settings.keep_recent_tokens, estimator
+    )
     first_kept = projected[cut.first_kept_index].source if cut.first_kept_index < len(projected) else None
     first_kept_id = get(first_kept, "id")
     if not truthy(first_kept_id):

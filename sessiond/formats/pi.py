@@ -214,7 +214,11 @@ def migrate_entries(file_lines: list[Any], *, new_id: Callable[[], str] | None =
             if line.get("type") == E.COMPACTION:
                 index = line.get("firstKeptEntryIndex", UNDEFINED)
                 if type(index) in (int, float) and type(index) is not bool:
-                    target = file_lines[int(index)] if index == int(index) and 0 <= index < len(file_lines) else None
+                    target = (
+                        file_lines[int(index)]
+                        if index == int(index) and 0 <= index < len(file_lines)
+                        else None
+                    )
                     if truthy(target) and not (type(target) is dict and target.get("type") == E.HEADER):
                         target_id = target.get("id", UNDEFINED) if type(target) is dict else UNDEFINED
                         if target_id is UNDEFINED:

@@ -55,7 +55,16 @@ ENTRY_TYPES: Final = frozenset(
 """The eleven entry types of Pi 1.6.0. Others are legal in files and kept as they are."""
 
 ROLES: Final = frozenset(
-    {"system", "user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+    {
+        "system",
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "branchSummary",
+        "compactionSummary",
+    }
 )
 """Message roles. ``branchSummary``/``compactionSummary`` are only ever derived from entries."""
 
@@ -334,9 +343,7 @@ def _omit_undefined(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if v is not UNDEFINED}
 
 
-def new_header(
-    session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDEFINED
-) -> dict[str, Any]:
+def new_header(session_id: str, timestamp: str, cwd: str, parent_session: Any = UNDEFINED) -> dict[str, Any]:
     return _omit_undefined(
         {
             "type": HEADER,
@@ -363,7 +370,9 @@ def new_thinking_level_change(entry_id: str, parent: str | None, timestamp: str,
     }
 
 
-def new_model_change(entry_id: str, parent: str | None, timestamp: str, provider: str, model_id: str) -> Entry:
+def new_model_change(
+    entry_id: str, parent: str | None, timestamp: str, provider: str, model_id: str
+) -> Entry:
     return {
         "type": MODEL_CHANGE,
         "id": entry_id,
@@ -454,10 +463,19 @@ def new_branch_summary(
     )
 
 
-def new_custom(entry_id: str, parent: str | None, timestamp: str, custom_type: str, data: Any = UNDEFINED) -> Entry:
+def new_custom(
+    entry_id: str, parent: str | None, timestamp: str, custom_type: str, data: Any = UNDEFINED
+) -> Entry:
     """A ``custom`` entry. Pi writes ``id`` *after* ``data`` for this type."""
     return _omit_undefined(
-        {"type": CUSTOM, "customType": custom_type, "data": data, "id": entry_id, "parentId": parent, "timestamp": timestamp}
+        {
+            "type": CUSTOM,
+            "customType": custom_type,
+            "data": data,
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": timestamp,
+        }
     )
 
 
@@ -484,10 +502,19 @@ def new_custom_message(
     )
 
 
-def new_label(entry_id: str, parent: str | None, timestamp: str, target_id: str, label: Any = UNDEFINED) -> Entry:
+def new_label(
+    entry_id: str, parent: str | None, timestamp: str, target_id: str, label: Any = UNDEFINED
+) -> Entry:
     """A label entry; clearing a label (``label`` absent) writes no ``label`` key."""
     return _omit_undefined(
-        {"type": LABEL, "id": entry_id, "parentId": parent, "timestamp": timestamp, "targetId": target_id, "label": label}
+        {
+            "type": LABEL,
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": timestamp,
+            "targetId": target_id,
+            "label": label,
+        }
     )
 
 

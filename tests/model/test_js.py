@@ -77,8 +77,18 @@ def test_trim_uses_ecmascript_whitespace() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(0, False), (0.0, False), (math.nan, False), ("", False), (None, False), (UNDEFINED, False),
-     ([], True), ({}, True), ("0", True), (-1, True)],
+    [
+        (0, False),
+        (0.0, False),
+        (math.nan, False),
+        ("", False),
+        (None, False),
+        (UNDEFINED, False),
+        ([], True),
+        ({}, True),
+        ("0", True),
+        (-1, True),
+    ],
 )
 def test_truthiness(value: object, expected: bool) -> None:
     assert truthy(value) is expected

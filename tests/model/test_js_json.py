@@ -66,11 +66,14 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**60), max_value=2**60)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(alphabet=st.characters(codec=None, exclude_categories=())),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(["a", "b", "0", "1", "10", "01", "-1", "4294967294", "4294967295", "é", "😀"]) | st.text(max_size=3),
-        children,
-        max_size=4,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["a", "b", "0", "1", "10", "01", "-1", "4294967294", "4294967295", "é", "😀"])
+            | st.text(max_size=3),
+            children,
+            max_size=4,
+        )
     ),
     max_leaves=12,
 )
@@ -86,7 +89,9 @@ def test_stringify_equals_node(values: list[object]) -> None:
         "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{const v=JSON.parse(s);"
         "process.stdout.write(JSON.stringify(v.map(x=>[JSON.stringify(x),JSON.stringify(x,null,2)])))})"
     )
-    out = subprocess.run(["node", "-e", script], input=payload, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["node", "-e", script], input=payload, capture_output=True, text=True, check=True
+    ).stdout
     expected = json.loads(out)
     for value, (compact, pretty) in zip(values, expected, strict=True):
         assert stringify(value) == compact

@@ -71,9 +71,11 @@ def entry_messages(entry: Any) -> list[Message]:
         return []
     t = entry.get("type")
     if t == E.MESSAGE:
-        message = entry.get("message")
+        message = entry.get("message", UNDEFINED)
         if type(message) is not dict:
-            return []  # Pi throws on such a line; contributing nothing is the safe reading
+            # Pi throws on a missing/null message (we contribute nothing) and passes any other
+            # value through as a role-less message, which later steps ignore.
+            return [] if nullish(message) else [message]
         role = message.get("role")
         if nullish(message.get("content", UNDEFINED)):
             if role == "system":

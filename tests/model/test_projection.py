@@ -254,3 +254,15 @@ def test_current_system_message_replays_sections_and_tools() -> None:
         "timestamp": 5,
     }
     assert current_system_message([{"role": "user", "content": "x"}]) is None
+
+
+def test_non_object_messages_pass_through_as_role_less_messages() -> None:
+    # Pi passes such a value on as a message (then ignores it); a null message throws in Pi.
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": "t", "message": 0},
+        {"type": "message", "id": "b", "parentId": "a", "timestamp": "t", "message": None},
+        {"type": "message", "id": "c", "parentId": "b", "timestamp": "t"},
+    ]
+    p = project(entries)
+    assert [len(pe.messages) for pe in p.entries] == [1, 0, 0]
+    assert convert_to_llm(p.messages) == []

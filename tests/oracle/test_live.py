@@ -1,0 +1,128 @@
+"""Live differential test: fresh sessions, Pi's own code, sessiond — same answers.
+
+Unlike the committed goldens, these sessions are generated now (another seed than the
+goldens'), and pi-oracle runs on them in this test. Set ``SESSIOND_LIVE_SEED`` and
+``SESSIOND_LIVE_COUNT`` to explore further seeds. Skipped when pi-oracle is not installed
+(``scripts/setup-oracle``; ``scripts/test`` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sessiond.formats.pi import load_session
+from sessiond.inspection import describe_session
+from sessiond.model.tree import SessionTree
+from tests.conftest import REPO, SHARED, oracle_dir
+from tests.oracle.compare import VARIANTS, differences
+from tests.oracle.generate_sessions import generate
+from tests.oracle.mutations import mutate
+
+ORACLE = oracle_dir()
+pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
+
+SEED = int(os.environ.get("SESSIOND_LIVE_SEED", "900001"))
+COUNT = int(os.environ.get("SESSIOND_LIVE_COUNT", "60"))
+MUTATED = int(os.environ.get("SESSIOND_LIVE_MUTATED", "150"))
+
+HEADER = '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
+EDGE_CASES = {
+    # lines that are JSON but not objects: Pi keeps them as entries with an undefined id
+    "non-objects.jsonl": [
+        '{"type":"message","id":"a","parentId":null,"timestamp":"x","message":{"role":"user","content":"hi","timestamp":1}}',
+        "[1,2]",
+        '"a string"',
+        "5",
+        "null",
+        "0",
+    ],
+    # an entry without an id becomes the (undefined) leaf; context falls back to the last line
+    "no-id-leaf.jsonl": [
+        '{"type":"message","id":"a","parentId":null,"timestamp":"x","message":{"role":"user","content":"hi","timestamp":1}}',
+        '{"type":"custom","customType":"x"}',
+    ],
+    # numeric and string ids that look alike are different ids
+    "numeric-ids.jsonl": [
+        '{"type":"message","id":1,"parentId":null,"timestamp":"x","message":{"role":"user","content":"a","timestamp":1}}',
+        '{"type":"message","id":"1","parentId":1,"timestamp":"x","message":{"role":"user","content":"b","timestamp":1}}',
+        '{"type":"message","id":"c","parentId":"1","timestamp":"x","message":{"role":"bashExecution","command":"ls",'
+        '"output":"o","exitCode":1,"cancelled":false,"truncated":true,"fullOutputPath":"/p","timestamp":1}}',
+    ],
+    # integer-like keys, labels on an unknown entry, session names with JS whitespace
+    "odd-values.jsonl": [
+        '{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"assistant",'
+        '"content":[{"type":"toolCall","id":"t","name":"edit","arguments":{"b":1,"10":2,"2":[1.5,1e21],"path":"x"}}],'
+        '"provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":0},'
+        '"stopReason":"toolUse","timestamp":1}}',
+        '{"type":"label","id":"l","parentId":"a","timestamp":"z","targetId":"zz","label":"L"}',
+        '{"type":"session_info","id":"n","parentId":"l","timestamp":"z","name":"\\u00a0 named \\ufeff"}',
+        '{"type":"message","id":"u","parentId":"n","timestamp":"z","message":{"role":"user","content":"x😀y","timestamp":1}}',
+    ],
+}
+
+
+def _write_cases(directory: Path) -> list[Path]:
+    files: list[Path] = []
+    for i in range(COUNT):
+        path = directory / f"live-{SEED + i}.jsonl"
+        path.write_bytes(generate(random.Random(SEED + i), i).encode())
+        files.append(path)
+    for i in range(MUTATED):
+        rng = random.Random(SEED + COUNT + i)
+        text = mutate(generate(random.Random(SEED + COUNT + i), i), rng)
+        path = directory / f"mutated-{SEED + COUNT + i}.jsonl"
+        path.write_bytes(text.encode())
+        if SessionTree(load_session(path).entries).diagnostics().cycles:
+            continue  # Pi never returns on a parent cycle; sessiond's handling is tested elsewhere
+        files.append(path)
+    for name, lines in EDGE_CASES.items():
+        path = directory / name
+        path.write_text(HEADER + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        files.append(path)
+    files.append(REPO / "examples" / "auth-refactor.jsonl")
+    seed_text = (SHARED / "seeds").glob("000_*.txt")
+    for seed in seed_text:
+        lines = [ln for ln in seed.read_text(encoding="utf-8").splitlines() if ln.startswith('{"type"')]
+        path = directory / "seed-worked-example.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(path)
+    return files
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_live_differential(variant: str, tmp_path: Path) -> None:
+    assert ORACLE is not None
+    files = _write_cases(tmp_path)
+    args = {
+        "plain": ["--full"],
+        "keep2000": ["--full", "--compaction", "--keep", "2000", "--window", "60000"],
+        "keep8000": ["--full", "--compaction", "--keep", "8000", "--reserve", "4000", "--window", "30000"],
+    }[variant]
+    proc = subprocess.run(
+        ["node", str(ORACLE / "harness.mjs"), *args, "--jsonl", *map(str, files)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+        timeout=600,
+    )
+    expected = [json.loads(line) for line in proc.stdout.split("\n") if line]
+    assert len(expected) == len(files)
+    failures: list[str] = []
+    compared = 0
+    for path, pi in zip(files, expected, strict=True):
+        if "error" in pi:
+            continue  # Pi itself failed on this file (a malformed message it cannot read)
+        ours = describe_session(load_session(path), VARIANTS[variant], file=str(path))
+        compared += 1
+        diffs = differences(ours, pi)
+        if diffs:
+            failures.append(f"{path.name}:\n  " + "\n  ".join(diffs))
+    assert compared >= COUNT + MUTATED * 0.8
+    assert not failures, f"{len(failures)} of {compared} files differ from Pi:\n" + "\n".join(failures[:10])

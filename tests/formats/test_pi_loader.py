@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import json
@@ -13,7 +14,7 @@ from sessiond.errors import NotASessionError
 from sessiond.formats.pi import encode_line, load_session, parse_session
 from sessiond.model.js_json import parse
 from sessiond.model.tree import SessionTree
-from tests.conftest import PI_FIXTURES
+from tests.conftest import GOLDEN, PI_FIXTURES
 
 HEADER = b'{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
 
@@ -188,3 +189,34 @@ def test_reencoding_every_fixture_line_gives_the_same_bytes(name: str) -> None:
     assert len(lines) > 1000
     for raw in lines:
         assert encode_line(parse(raw)) == raw + b"\n"
+
+
+def test_unknown_types_fields_and_null_vs_absent_survive_a_round_trip() -> None:
+    lines = [
+        b'{"type":"decision","id":"d1","parentId":null,"timestamp":"t","verdict":{"z":1,"a":[null,true]},"extra":null}',
+        b'{"type":"message","id":"m1","parentId":"d1","timestamp":"t","message":{"role":"user","content":"x",'
+        b'"timestamp":1,"futureField":{"nested":"\xc3\xa9"}},"annotation":"kept"}',
+        b'{"type":"custom","customType":"c","id":"c1","parentId":"m1","timestamp":"t"}',
+        b'{"type":"label","id":"l1","parentId":"c1","timestamp":"t","targetId":"m1"}',
+    ]
+    s = parse_session(HEADER + b"\n".join(lines) + b"\n")
+    assert [encode_line(e) for e in s.entries] == [ln + b"\n" for ln in lines]
+    assert "data" not in s.entries[2] and "label" not in s.entries[3]  # absent stays absent
+    assert s.entries[0]["extra"] is None  # null stays null
+
+
+def test_every_golden_line_written_by_pi_or_like_pi_reencodes_identically() -> None:
+    files = [p.read_bytes() for p in sorted((GOLDEN / "generated").glob("*.jsonl"))]
+    files += [gzip.decompress(p.read_bytes()) for p in sorted((GOLDEN / "fixtures").glob("*.gz"))]
+    checked = 0
+    for data in files:
+        for raw in data.split(b"\n"):
+            try:
+                value = parse(raw)
+            except ValueError:
+                continue  # junk lines are junk
+            if raw.endswith(b"\r"):
+                continue  # CRLF lines parse, but no JSON.stringify output ends in \r
+            assert encode_line(value) == raw + b"\n"
+            checked += 1
+    assert checked > 10_000

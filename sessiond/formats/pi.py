@@ -16,7 +16,7 @@ import gc
 import io
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -129,6 +129,74 @@ def load_session(path: str | os.PathLike[str], *, migrate: bool = True) -> Loade
         return _parse_lines(f, source=os.fspath(path), migrate=migrate)
 
 
+def scan_lines(
+    lines: Iterable[bytes], diag: LoadDiagnostics, offset: int = 0
+) -> Iterator[tuple[int, int, Any]]:
+    """Classify raw lines (each with its ``\\n``) and yield ``(offset, length, value)`` per kept one.
+
+    Kept are the values Pi keeps: objects, and non-object JSON that is truthy. Blank,
+    unparsable and falsy lines are counted in ``diag``; once the lines are exhausted ``diag``
+    also says whether the file ended without a newline and whether that last piece parsed.
+    """
+    number = 0
+    kept = 0
+    last_kept = -1
+    raw = b"\n"
+    for number, raw in enumerate(lines, 1):
+        length = len(raw)
+        value = _parse_line(raw)
+        if type(value) is dict or (value is not _BLANK and value is not _JUNK and truthy(value)):
+            kept += 1
+            last_kept = number
+            yield offset, length, value
+        else:
+            if value is _BLANK:
+                diag.blank_lines += 1
+            elif value is _JUNK:
+                diag.unparsable_lines += 1
+                if len(diag.unparsable_line_numbers) < MAX_REPORTED_LINES:
+                    diag.unparsable_line_numbers.append(number)
+            else:
+                diag.falsy_lines += 1
+            if not kept:
+                diag.leading_junk_lines += 1
+        offset += length
+    diag.physical_lines = number
+    diag.torn_tail = number > 0 and not raw.endswith(b"\n")
+    diag.torn_tail_parsed = diag.torn_tail and last_kept == number
+
+
+def check_header(first: Any, source: str, physical_lines: int) -> dict[str, Any]:
+    """The first kept line, if it is a valid session header; else :class:`NotASessionError`."""
+    if first is None:
+        reason = "the file is empty" if physical_lines == 0 else "it contains no JSON lines"
+        raise NotASessionError(source, reason)
+    if not E.is_valid_header(first):
+        if type(first) is dict and first.get("type") == E.HEADER:
+            reason = "the session header has no string id"
+        else:
+            reason = "its first JSON line is not a session header"
+        raise NotASessionError(source, reason)
+    header: dict[str, Any] = first
+    return header
+
+
+class paused_gc:
+    """Pause the cyclic GC while many fresh containers are created and none become garbage.
+
+    Parsing creates one dict per JSON object; the collector would re-scan them all again and
+    again while they pile up (40-90 ms on a 50 MB session).
+    """
+
+    def __enter__(self) -> None:
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was_enabled:
+            gc.enable()
+
+
 def _parse_lines(
     lines: Iterable[bytes],
     *,
@@ -137,51 +205,9 @@ def _parse_lines(
     new_id: Callable[[], str] | None = None,
 ) -> LoadedSession:
     diag = LoadDiagnostics()
-    kept: list[Any] = []
-    number = 0
-    last_kept = -1
-    raw = b"\n"
-    # Parsing creates one container per JSON object; the cyclic GC would re-scan them all
-    # again and again while they pile up (40-90 ms on 50 MB), and none of them is garbage.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for number, raw in enumerate(lines, 1):
-            value = _parse_line(raw)
-            if type(value) is dict:
-                kept.append(value)
-                last_kept = number
-                continue
-            if value is _BLANK:
-                diag.blank_lines += 1
-            elif value is _JUNK:
-                diag.unparsable_lines += 1
-                if len(diag.unparsable_line_numbers) < MAX_REPORTED_LINES:
-                    diag.unparsable_line_numbers.append(number)
-            elif truthy(value):
-                kept.append(value)  # a non-object value Pi keeps as an entry; the tree tolerates it
-                last_kept = number
-                continue
-            else:
-                diag.falsy_lines += 1
-            if not kept:
-                diag.leading_junk_lines += 1
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    diag.physical_lines = number
-    diag.torn_tail = number > 0 and not raw.endswith(b"\n")
-    diag.torn_tail_parsed = diag.torn_tail and last_kept == number
-    if not kept:
-        reason = "the file is empty" if number == 0 else "it contains no JSON lines"
-        raise NotASessionError(source, reason)
-    header = kept[0]
-    if not E.is_valid_header(header):
-        if type(header) is dict and header.get("type") == E.HEADER:
-            reason = "the session header has no string id"
-        else:
-            reason = "its first JSON line is not a session header"
-        raise NotASessionError(source, reason)
+    with paused_gc():
+        kept = [value for _, _, value in scan_lines(lines, diag)]
+    header = check_header(kept[0] if kept else None, source, diag.physical_lines)
     entries = [line for line in kept if not (type(line) is dict and line.get("type") == E.HEADER)]
     diag.extra_headers = len(kept) - len(entries) - 1
     if migrate:
@@ -271,9 +297,12 @@ def encode_line(entry: Any) -> bytes:
 __all__ = [
     "LoadDiagnostics",
     "LoadedSession",
+    "check_header",
     "encode_line",
     "header_version",
     "load_session",
     "migrate_entries",
     "parse_session",
+    "paused_gc",
+    "scan_lines",
 ]

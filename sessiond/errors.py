@@ -34,3 +34,92 @@ class EntryNotFoundError(SessiondError):
     def __init__(self, entry_id: Any) -> None:
         super().__init__(f"Entry {entry_id} not found", entryId=entry_id)
         self.entry_id = entry_id
+
+
+class InvalidSessionIdError(SessiondError):
+    """A session id that fails Pi's rule (alphanumerics, ``.``, ``_``, ``-``; alphanumeric ends)."""
+
+    def __init__(self, session_id: Any) -> None:
+        super().__init__(
+            "Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', "
+            "and start and end with an alphanumeric character",
+            sessionId=session_id,
+        )
+        self.session_id = session_id
+
+
+class PathEscapeError(SessiondError):
+    """A path derived from client input that would leave the root it must stay in."""
+
+    def __init__(self, path: str, root: str, reason: str) -> None:
+        super().__init__(f"Path {path!r} is outside {root}: {reason}", path=path, root=root, reason=reason)
+        self.path = path
+        self.root = root
+        self.reason = reason
+
+
+class InvalidArgumentError(SessiondError):
+    """A value that breaks a rule of the operation; ``field`` names the offending argument."""
+
+    def __init__(self, message: str, field: str | None = None, **data: Any) -> None:
+        super().__init__(message, field=field, **data)
+        self.field = field
+
+
+class EntryNotOnBranchError(SessiondError):
+    """Pi's ``Entry <id> is not on the active branch``."""
+
+    def __init__(self, entry_id: Any) -> None:
+        super().__init__(f"Entry {entry_id} is not on the active branch", entryId=entry_id)
+        self.entry_id = entry_id
+
+
+class NotEditableError(SessiondError):
+    """Pi's ``Entry <id> does not contribute editable model content``."""
+
+    def __init__(self, entry_id: Any) -> None:
+        super().__init__(f"Entry {entry_id} does not contribute editable model content", entryId=entry_id)
+        self.entry_id = entry_id
+
+
+class SessionExistsError(SessiondError):
+    """The file a new session would be created as already exists (exclusive create failed)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"Session file already exists: {path}", path=path)
+        self.path = path
+
+
+class SessionNotSavedError(SessiondError):
+    """An operation that needs the session's file before the file exists."""
+
+    def __init__(self, message: str = "This session has not been saved yet") -> None:
+        super().__init__(message)
+
+
+class JournalError(SessiondError):
+    """Writing a session file failed; nothing was acknowledged."""
+
+    def __init__(self, message: str, path: str, errno: int | None = None) -> None:
+        super().__init__(message, path=path, errno=errno)
+        self.path = path
+        self.errno = errno
+
+
+class JournalBrokenError(JournalError):
+    """A flush to disk failed earlier; the session must be reopened before it accepts writes.
+
+    After a failed ``fdatasync`` the kernel may have dropped the dirty pages, so whether the
+    earlier lines are on disk is unknown; going on would acknowledge entries on top of that.
+    """
+
+
+class SessionChangedError(SessiondError):
+    """The session file was truncated, replaced or deleted by someone else; reload it."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"Session file {path} changed underneath sessiond: {reason}", path=path, reason=reason
+        )
+        self.path = path
+        self.reason = reason

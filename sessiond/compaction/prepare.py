@@ -15,7 +15,7 @@ from ..model import entries as E
 from ..model.entries import Message
 from ..model.js import UNDEFINED, get, truthy
 from ..model.messages import convert_to_llm
-from ..model.projection import ProjectedEntry, project
+from ..model.projection import ProjectedEntry, Projection, project
 from ..model.tokens import PI, TokenEstimator, estimate_projected_context_tokens
 from .cut_points import find_projected_cut_point
 from .file_ops import FileOps, extract_file_ops, file_ops_from_details
@@ -86,12 +86,20 @@ def _for_summary(p: ProjectedEntry) -> list[Message]:
 
 
 def prepare_compaction(
-    path: list[Any], settings: CompactionSettings, estimator: TokenEstimator = PI
+    path: list[Any],
+    settings: CompactionSettings,
+    estimator: TokenEstimator = PI,
+    projection: Projection | None = None,
 ) -> CompactionPreparation | NoCompaction:
-    """Pi's ``prepareCompaction`` over the selected path (root -> leaf)."""
+    """Pi's ``prepareCompaction`` over the selected path (root -> leaf).
+
+    ``projection`` may be given when the caller already has the projection of ``path``
+    (a store whose path entries are light reads only the context entries in full).
+    """
     if path and get(path[-1], "type") == E.COMPACTION:
         return NoCompaction("already_compacted")
-    projection = project(path)
+    if projection is None:
+        projection = project(path)
     projected = projection.entries
     prev_index = next(
         (i for i, p in enumerate(projected) if get(p.source, "type") == E.COMPACTION and p.messages), -1

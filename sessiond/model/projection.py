@@ -99,8 +99,15 @@ def context_entries(path: list[Any]) -> list[Any]:
 
 def project(path: list[Any]) -> Projection:
     """Project a selected path (root -> leaf) into context (Pi's ``buildSessionProjection``)."""
-    settings = context_settings(path)
-    ctx = context_entries(path)
+    return project_entries(context_entries(path), context_settings(path))
+
+
+def project_entries(ctx: list[Any], settings: ContextSettings) -> Projection:
+    """Project already chosen context entries (the second half of :func:`project`).
+
+    Split out so a store can choose the context entries on a light index and read only
+    those in full.
+    """
     edits: dict[Hashable, Entry] = {}
     for entry in ctx:
         if get(entry, "type") == E.CONTEXT_EDIT:

@@ -133,14 +133,23 @@ class SessionTree:
         """Pi's ``resetLeaf()``: the next entry becomes a new root."""
         self.leaf_id = None
 
-    def add(self, entry: dict[str, Any]) -> None:
-        """Index an entry appended after loading; it becomes the leaf, as in Pi."""
+    def add(self, entry: Any) -> None:
+        """Index a line appended after loading; it becomes the leaf, as in Pi. O(1)."""
         self.entries.append(entry)
+        if type(entry) is not dict:
+            self._by_id[UNDEFINED] = entry
+            self.leaf_id = UNDEFINED
+            return
         eid = entry.get("id", UNDEFINED)
-        self._by_id[key(eid)] = entry
+        k = key(eid)
+        replaced = self._by_id.get(k)
+        self._by_id[k] = entry
         self.leaf_id = eid
         if self._children is not None:
-            self._children = None
+            if replaced is not None:
+                self._children = None  # a duplicate id moves a node: rebuild lazily
+            else:
+                self._children.setdefault(key(entry.get("parentId", UNDEFINED)), []).append(entry)
         if entry.get("type") == E.LABEL:
             target = key(entry.get("targetId", UNDEFINED))
             if truthy(entry.get("label", UNDEFINED)):

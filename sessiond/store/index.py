@@ -1,0 +1,245 @@
+"""The lazy index of a session file: what navigation needs in memory, bodies on demand.
+
+Opening a 50 MB session must not hold 50 MB of parsed messages. Each line is parsed once,
+reduced to a *light entry* — a dict with only the fields the tree, the context settings and
+the choice of context entries read (type, id, parentId, timestamp, the message's role and
+model, labels, ``firstKeptEntryId``, targets) — and dropped. Per line the index also keeps
+the byte offset and length, Pi's token estimate of what the entry contributes, and the
+provider usage it records. Full entries are read back with ``pread`` when a projection needs
+them, through a small cache bounded in bytes.
+
+Light entries are plain dicts with Pi's key names, so the pure model (tree, settings,
+``context_entries``) runs on them unchanged; only :meth:`SessionIndex.full` gives bodies.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Final
+
+from ..formats.pi import LoadDiagnostics, check_header, paused_gc, scan_lines
+from ..model import entries as E
+from ..model.js import UNDEFINED, key
+from ..model.js_json import parse
+from ..model.messages import entry_messages
+from ..model.tokens import PI, assistant_usage, calculate_context_tokens
+from ..model.tree import SessionTree
+
+DEFAULT_CACHE_BYTES: Final = 16 * 1024 * 1024
+
+_LIGHT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    E.THINKING_LEVEL_CHANGE: ("thinkingLevel",),
+    E.MODEL_CHANGE: ("provider", "modelId"),
+    E.COMPACTION: ("firstKeptEntryId",),
+    E.BRANCH_SUMMARY: ("fromId",),
+    E.LABEL: ("targetId", "label"),
+    E.SESSION_INFO: ("name",),
+    E.CONTEXT_EDIT: ("targetId",),
+    E.CUSTOM: ("customType",),
+    E.CUSTOM_MESSAGE: ("customType",),
+}
+_NON_NULL: Final[dict[str, Any]] = {}
+"""Stands for a ``context_edit`` replacement that is not ``null`` in a light entry."""
+
+
+class LightMaker:
+    """Reduces full entries to light ones, sharing the small message summaries between them."""
+
+    def __init__(self) -> None:
+        self._messages: dict[Hashable, dict[str, Any]] = {}
+        self._strings: dict[str, str] = {}
+
+    def intern(self, value: Any) -> Any:
+        """One string object per distinct id (a parentId is the same string as its parent's id)."""
+        if type(value) is str:
+            return self._strings.setdefault(value, value)
+        return value
+
+    def __call__(self, entry: Any) -> Any:
+        if type(entry) is not dict:
+            return entry  # non-object lines are tiny and kept as they are
+        light: dict[str, Any] = {}
+        for name in ("type", "id", "parentId", "timestamp"):
+            if name in entry:
+                light[name] = self.intern(entry[name])
+        t = entry.get("type")
+        if t == E.MESSAGE:
+            if "message" in entry:
+                light["message"] = self._message(entry["message"])
+        elif type(t) is str:
+            for name in _LIGHT_FIELDS.get(t, ()):
+                if name in entry:
+                    light[name] = self.intern(entry[name])
+            if t == E.CONTEXT_EDIT and "replacement" in entry:
+                light["replacement"] = None if entry["replacement"] is None else _NON_NULL
+        return light
+
+    def _message(self, message: Any) -> Any:
+        if type(message) is not dict:
+            return message
+        summary = {k: message[k] for k in ("role", "provider", "model") if k in message}
+        try:
+            cache_key: Hashable = tuple(summary.items())
+            hash(cache_key)
+        except TypeError:
+            return summary
+        return self._messages.setdefault(cache_key, summary)
+
+
+class _BodyCache:
+    """Recently used full entries, bounded by the size of their lines."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self._items: OrderedDict[int, tuple[Any, int]] = OrderedDict()
+
+    def get(self, pos: int) -> Any | None:
+        item = self._items.get(pos)
+        if item is None:
+            return None
+        self._items.move_to_end(pos)
+        return item[0]
+
+    def put(self, pos: int, entry: Any, size: int) -> None:
+        if size > self.budget:
+            return
+        old = self._items.pop(pos, None)
+        if old is not None:
+            self.used -= old[1]
+        self._items[pos] = (entry, size)
+        self.used += size
+        while self.used > self.budget and self._items:
+            _, (_, freed) = self._items.popitem(last=False)
+            self.used -= freed
+
+
+class SessionIndex:
+    """Light entries in file order, their tree, and where each full entry can be read."""
+
+    def __init__(self, header: dict[str, Any], cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.header = header
+        self.light = LightMaker()
+        self.tree = SessionTree([])
+        self.offsets = array("q")
+        """Byte offset of each line, ``-1`` for an entry held only in memory (not yet written)."""
+        self.lengths = array("q")
+        self.tokens = array("q")
+        """Pi's token estimate of what each entry contributes on its own (before edits)."""
+        self.usage = array("q")
+        """Context tokens of a valid assistant usage on the line, ``-1`` when none."""
+        self._pos_by_key: dict[Hashable, int] = {}
+        self._resident: dict[int, Any] = {}
+        self._cache = _BodyCache(cache_bytes)
+        self.read_body: Callable[[int, int], bytes] | None = None
+        """How to read ``length`` bytes at ``offset`` of the file (set by the owner)."""
+        self.session_name: Any = UNDEFINED
+        """The latest ``session_info`` name in file order (``UNDEFINED`` when none was set)."""
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_lines(
+        cls, lines: Iterable[bytes], source: str, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> tuple[SessionIndex, LoadDiagnostics]:
+        """Index a v3 file read line by line. The header must be valid (Pi's rule)."""
+        diag = LoadDiagnostics()
+        index: SessionIndex | None = None
+        with paused_gc():
+            for offset, length, value in scan_lines(lines, diag):
+                if index is None:
+                    index = cls(check_header(value, source, 1), cache_bytes)
+                    continue
+                if type(value) is dict and value.get("type") == E.HEADER:
+                    diag.extra_headers += 1
+                    continue
+                index.add(value, offset, length)
+        if index is None:
+            check_header(None, source, diag.physical_lines)
+            raise AssertionError("unreachable")
+        return index, diag
+
+    def add(self, entry: Any, offset: int, length: int, *, keep: bool = False) -> Any:
+        """Index one entry; ``offset = -1`` keeps it in memory (a session not yet written).
+
+        ``keep`` puts the full entry in the body cache (what was just appended is what the
+        next context build reads).
+        """
+        pos = len(self.offsets)
+        light = self.light(entry)
+        self.offsets.append(offset)
+        self.lengths.append(length)
+        tokens = 0
+        usage = -1
+        if type(entry) is dict:
+            t = entry.get("type")
+            if t in (E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY, E.COMPACTION):
+                for message in entry_messages(entry):
+                    est = PI.message_tokens(message)
+                    tokens += int(est) if est == est else 0
+                if t == E.MESSAGE:
+                    u = assistant_usage(entry.get("message"))
+                    if u is not None:
+                        value = calculate_context_tokens(u)
+                        usage = int(value) if value == value else -1
+            elif t == E.SESSION_INFO:
+                self.session_name = entry.get("name", UNDEFINED)
+        self.tokens.append(tokens)
+        self.usage.append(usage)
+        self._pos_by_key[key(light.get("id", UNDEFINED) if type(light) is dict else UNDEFINED)] = pos
+        self.tree.add(light)
+        if offset < 0:
+            self._resident[pos] = entry
+        elif keep:
+            self._cache.put(pos, entry, length)
+        return light
+
+    def mark_written(self, first_pos: int, offsets: list[tuple[int, int]]) -> None:
+        """Entries held in memory were written; record where, and let the cache own them."""
+        for i, (offset, length) in enumerate(offsets):
+            pos = first_pos + i
+            self.offsets[pos] = offset
+            self.lengths[pos] = length
+            entry = self._resident.pop(pos, None)
+            if entry is not None:
+                self._cache.put(pos, entry, length)
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def position(self, light: Any) -> int:
+        """File-order position of the line a light entry from the tree stands for."""
+        k = key(light.get("id", UNDEFINED)) if type(light) is dict else UNDEFINED
+        return self._pos_by_key[k]
+
+    def full_at(self, pos: int) -> Any:
+        """The full entry at a file-order position (read from disk if not cached)."""
+        entry = self._resident.get(pos)
+        if entry is not None:
+            return entry
+        entry = self._cache.get(pos)
+        if entry is not None:
+            return entry
+        if self.read_body is None:
+            raise RuntimeError("the index has no file to read bodies from")
+        offset, length = self.offsets[pos], self.lengths[pos]
+        entry = parse(self.read_body(offset, length))
+        self._cache.put(pos, entry, length)
+        return entry
+
+    def full(self, light: Any) -> Any:
+        """The full entry a light entry stands for (non-object lines are their own full form)."""
+        if type(light) is not dict:
+            return light
+        return self.full_at(self.position(light))
+
+    def full_path(self, path: list[Any]) -> list[Any]:
+        return [self.full(e) for e in path]
+
+    @property
+    def cache_bytes_used(self) -> int:
+        return self._cache.used

@@ -1,0 +1,246 @@
+"""The append-only writer of one session file.
+
+Rules, in the order a line meets them:
+
+* one ``write()`` per line on an ``O_APPEND`` descriptor, so a line is never interleaved with
+  another writer's bytes; a short write is continued, and if the rest cannot be written the
+  file is truncated back to where the line began (no half line is left behind);
+* a file that does not end with ``\\n`` (a torn tail left by a crash or another program) gets
+  one in the same ``write()`` as the next line, so the fragment stays a line of its own and
+  the new line starts clean (Pi #8345);
+* the file is created exclusively (``O_EXCL``), with everything buffered so far in one write;
+* ``buffered`` durability acknowledges after ``write()``; ``fsync`` after ``fdatasync``, with
+  **group commit**: appends that are waiting at the same time share one ``fdatasync``;
+* a failed ``fdatasync`` breaks the journal for good (the kernel may have dropped the dirty
+  pages, so what is on disk is unknown): later writes fail until the session is reopened.
+
+Before each write the file is checked against what the journal last saw (inode and size), so
+a file replaced or truncated underneath is noticed instead of written into a ghost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_codes
+import os
+import threading
+from enum import StrEnum
+from pathlib import Path
+
+from ..errors import JournalBrokenError, JournalError, SessionChangedError, SessionExistsError
+
+
+class Durability(StrEnum):
+    BUFFERED = "buffered"
+    """Acknowledged once the line is in the kernel (survives a crash of sessiond, not of the OS)."""
+    FSYNC = "fsync"
+    """Acknowledged once ``fdatasync`` returned (survives power loss)."""
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """Appends lines to one file. Thread-safe: appends serialise, syncs are shared."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+        st = os.fstat(fd)
+        self._ino = st.st_ino
+        self._dev = st.st_dev
+        self._size = st.st_size
+        self._ends_with_newline = self._size == 0 or os.pread(fd, 1, self._size - 1) == b"\n"
+        self._write_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._synced = self._size  # what was there before we opened it counts as durable
+        self._syncing = False
+        self._broken: OSError | None = None
+        self.repairs = 0
+        """How many torn tails this journal has terminated."""
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def create(cls, path: Path, initial: bytes, durability: Durability) -> Journal:
+        """Create ``path`` exclusively and write ``initial`` (the header and buffered lines)."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            raise SessionExistsError(str(path)) from None
+        except OSError as exc:
+            raise JournalError(
+                f"Cannot create session file {path}: {exc.strerror}", str(path), exc.errno
+            ) from exc
+        journal = cls(path, fd)
+        try:
+            journal.append(initial)
+            if durability is Durability.FSYNC:
+                journal.sync(journal.size)
+                _fsync_dir(path.parent)
+        except BaseException:
+            journal.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # the file never held an acknowledged line
+            raise
+        return journal
+
+    @classmethod
+    def open(cls, path: Path) -> Journal:
+        """Open an existing session file for appending (nothing is written until the next append)."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise JournalError(
+                f"Cannot open session file {path}: {exc.strerror}", str(path), exc.errno
+            ) from exc
+        return cls(path, fd)
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file as of this journal's last write or check."""
+        return self._size
+
+    @property
+    def ends_with_newline(self) -> bool:
+        return self._ends_with_newline
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, data: bytes) -> tuple[int, int]:
+        """Append ``data`` (whole lines); returns ``(start, end)`` offsets of ``data`` in the file.
+
+        Raises :class:`JournalError` (nothing of ``data`` remains in the file),
+        :class:`JournalBrokenError` after an earlier failed sync, or
+        :class:`~sessiond.errors.SessionChangedError` if the file was replaced or truncated.
+        """
+        with self._write_lock:
+            if self._broken is not None:
+                raise JournalBrokenError(
+                    f"Session file {self.path} failed to reach the disk earlier ({self._broken.strerror}); "
+                    "reopen the session",
+                    str(self.path),
+                    self._broken.errno,
+                )
+            if self._fd < 0:
+                raise JournalError(f"Session file {self.path} is closed", str(self.path))
+            self._check_file()
+            prefix = b"" if self._ends_with_newline else b"\n"
+            payload = prefix + data if prefix else data
+            start = self._size
+            written = 0
+            view = memoryview(payload)
+            try:
+                while written < len(payload):
+                    n = os.write(self._fd, view[written:])
+                    if n <= 0:
+                        raise OSError(errno_codes.EIO, "write returned 0")
+                    written += n
+            except OSError as exc:
+                if written:
+                    self._roll_back(start)
+                raise JournalError(
+                    f"Cannot write to session file {self.path}: {exc.strerror or exc}",
+                    str(self.path),
+                    exc.errno,
+                ) from exc
+            if prefix:
+                self.repairs += 1
+            self._size = start + written
+            self._ends_with_newline = payload.endswith(b"\n")
+            return start + len(prefix), self._size
+
+    def _roll_back(self, start: int) -> None:
+        try:
+            os.ftruncate(self._fd, start)
+        except OSError as exc:  # cannot even truncate: the file holds a partial line now
+            self._broken = exc
+            return
+        self._size = start
+
+    def _check_file(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise SessionChangedError(str(self.path), "the file was deleted") from None
+        if st.st_ino != self._ino or st.st_dev != self._dev:
+            raise SessionChangedError(str(self.path), "the file was replaced")
+        if st.st_size != self._size:
+            if st.st_size < self._size:
+                raise SessionChangedError(str(self.path), "the file was truncated")
+            # Someone else appended: adopt the new end, and look at its last byte again.
+            self._size = st.st_size
+            self._ends_with_newline = os.pread(self._fd, 1, st.st_size - 1) == b"\n"
+
+    def observe_external_growth(self, size: int, ends_with_newline: bool) -> None:
+        """Adopt a new end of file that an ingest of someone else's appends has read."""
+        with self._write_lock:
+            self._size = size
+            self._ends_with_newline = ends_with_newline
+
+    # ------------------------------------------------------------------ durability
+
+    def sync(self, upto: int) -> None:
+        """Return once every byte before offset ``upto`` is on disk (group commit).
+
+        The first caller to find no sync running becomes the leader and flushes everything
+        written so far; callers that arrive meanwhile wait for it, and the next of them leads
+        the next flush, which covers everyone who wrote in between.
+        """
+        upto = min(upto, self._size)
+        while True:
+            with self._cond:
+                while True:
+                    if self._broken is not None:
+                        raise JournalBrokenError(
+                            f"Session file {self.path} could not be flushed to disk: {self._broken.strerror}",
+                            str(self.path),
+                            self._broken.errno,
+                        )
+                    if self._synced >= upto:
+                        return
+                    if not self._syncing:
+                        break
+                    self._cond.wait()
+                self._syncing = True
+                target = self._size
+            try:
+                os.fdatasync(self._fd)
+            except OSError as exc:
+                with self._cond:
+                    self._broken = exc
+                    self._syncing = False
+                    self._cond.notify_all()
+                raise JournalBrokenError(
+                    f"Session file {self.path} could not be flushed to disk: {exc.strerror}",
+                    str(self.path),
+                    exc.errno,
+                ) from exc
+            with self._cond:
+                self._synced = max(self._synced, target)
+                self._syncing = False
+                self._cond.notify_all()
+
+    # ------------------------------------------------------------------ reading
+
+    def pread(self, offset: int, length: int) -> bytes:
+        return os.pread(self._fd, length, offset)
+
+    def fstat(self) -> os.stat_result:
+        """The open file's status (its inode is the one this journal writes to)."""
+        return os.fstat(self._fd)

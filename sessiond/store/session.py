@@ -1,0 +1,867 @@
+"""A session: its file, its lazy index, its leaf, and every operation Pi's SessionManager has.
+
+This is the object the daemon owns one of per open session. It is the only writer of its
+file. Reads work on the light index (:mod:`sessiond.store.index`) and read full entries back
+only for what a request touches (the context, an entry, a branch). Every append follows one
+path: validate -> build the entry in Pi's key order -> encode one line -> one ``write()`` ->
+index -> (``fsync`` mode) wait for the shared ``fdatasync`` -> acknowledge. A write that fails
+leaves the in-memory state untouched: the entry is only indexed once its line is written.
+
+Pi's behaviours are kept, including its error messages, with three deliberate additions:
+v1/v2 files are migrated *atomically* when opened for writing, ``fork_from`` migrates old
+sources (Pi 1.6.0 copies them unmigrated), and leaf moves can be persisted (:meth:`move_leaf`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+import threading
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ..compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction, prepare_compaction
+from ..errors import (
+    EntryNotFoundError,
+    EntryNotOnBranchError,
+    InvalidArgumentError,
+    NotEditableError,
+    SessionExistsError,
+    SessionNotSavedError,
+)
+from ..formats.pi import LoadDiagnostics, encode_line, header_version, load_session, paused_gc, scan_lines
+from ..model import entries as E
+from ..model.entries import Entry
+from ..model.js import UNDEFINED, date_ms, get, iso_now, key, nullish, trim, truthy
+from ..model.messages import current_system_message
+from ..model.projection import Projection, context_entries, context_settings, project_entries
+from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from ..model.tree import SessionTree, TreeNode
+from .ids import short_id, uuid7
+from .index import DEFAULT_CACHE_BYTES, SessionIndex
+from .journal import Durability, Journal
+from .layout import resolve_cwd, session_file_name, validate_session_id
+
+LEAF_MARKER: Final = "sessiond.leaf"
+"""``customType`` of the entry that persists a leaf move (its ``parentId`` is the new leaf)."""
+
+APPENDABLE_ROLES: Final = frozenset({"system", "user", "assistant", "toolResult", "bashExecution", "custom"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    entry_id: str
+    journal: Journal | None
+    """Set when the acknowledgement must wait for the line to reach the disk."""
+    end: int | None
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """What :meth:`Session.ingest` found after the last known end of the file."""
+
+    entries: list[Any] = field(default_factory=list)
+    """New full entries, in file order."""
+    bytes_read: int = 0
+    partial_tail: bool = False
+    """A last line without its newline was left for later."""
+    reload_required: str | None = None
+    """Why the file cannot be followed incrementally (truncated, replaced, deleted)."""
+
+
+class Session:
+    """One session. Thread-safe: mutations serialise on a lock, ``fsync`` waits are shared."""
+
+    def __init__(
+        self,
+        path: Path,
+        index: SessionIndex,
+        journal: Journal | None,
+        diagnostics: LoadDiagnostics,
+        durability: Durability,
+        scan_end: int = 0,
+    ) -> None:
+        self.path = path
+        self._index = index
+        self._journal = journal
+        self.diagnostics = diagnostics
+        self.durability = durability
+        self._lock = threading.RLock()
+        self._scan_end = scan_end
+        self._projection: tuple[Hashable, Projection] | None = None
+        if journal is not None:
+            index.read_body = journal.pread
+        self._tail_start = -1  # offset of an unterminated last line indexed at open, if any
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        durability: Durability = Durability.BUFFERED,
+        path: Path | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> Session:
+        """A new session in ``directory``. Its file appears with the first user/assistant message."""
+        sid = uuid7() if session_id is None else validate_session_id(session_id)
+        timestamp = iso_now()
+        header = E.new_header(
+            sid, timestamp, resolve_cwd(cwd), UNDEFINED if parent_session is None else parent_session
+        )
+        file = path if path is not None else directory / session_file_name(timestamp, sid)
+        if file.exists():
+            raise SessionExistsError(str(file))
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return cls(file, SessionIndex(header, cache_bytes), None, LoadDiagnostics(), durability)
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        durability: Durability = Durability.BUFFERED,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> Session:
+        """Open an existing session file for reading and appending.
+
+        Reading builds the light index in one pass and writes nothing, except for v1/v2 files:
+        those are migrated and rewritten atomically first (Pi rewrites them in place on open).
+        A torn last line is repaired by the next append, not here.
+        """
+        path = Path(path)
+        with open(path, "rb") as f:
+            index, diag = SessionIndex.from_lines(f, str(path), cache_bytes)
+        if _needs_migration(index.header):
+            migrated_from = _migrate_file(path)
+            with open(path, "rb") as f:
+                index, diag = SessionIndex.from_lines(f, str(path), cache_bytes)
+            diag.source_version = migrated_from
+        journal = Journal.open(path)
+        session = cls(path, index, journal, diag, durability, scan_end=journal.size)
+        if diag.torn_tail:
+            # The unterminated last line stays where it is; ingest must not read it again.
+            session._scan_end = journal.size
+            if diag.torn_tail_parsed:
+                session._tail_start = int(index.offsets[len(index) - 1])
+        return session
+
+    def close(self) -> None:
+        with self._lock:
+            if self._journal is not None:
+                self._journal.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ identity and reads
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return self._index.header
+
+    @property
+    def id(self) -> str:
+        sid: str = self._index.header["id"]
+        return sid
+
+    @property
+    def cwd(self) -> str:
+        cwd = self._index.header.get("cwd")
+        return cwd if type(cwd) is str else ""
+
+    @property
+    def flushed(self) -> bool:
+        """Whether the file exists (Pi's first-flush rule may still be holding entries)."""
+        return self._journal is not None
+
+    @property
+    def tree(self) -> SessionTree:
+        """The tree over *light* entries (use :meth:`get` for full ones)."""
+        return self._index.tree
+
+    @property
+    def index(self) -> SessionIndex:
+        return self._index
+
+    @property
+    def leaf_id(self) -> Any:
+        return self._index.tree.leaf_id
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._index.tree)
+
+    @property
+    def name(self) -> str | None:
+        """The latest ``session_info`` name in file order (an empty one clears it)."""
+        name = self._index.session_name
+        if type(name) is str and trim(name):
+            return trim(name)
+        return None
+
+    def get(self, entry_id: Any) -> Any | None:
+        """The full entry with this id (the last line carrying it), or ``None``."""
+        with self._lock:
+            light = self._index.tree.get(entry_id)
+            return None if light is None else self._index.full(light)
+
+    def branch(self, from_id: Any = UNDEFINED) -> list[Any]:
+        """Full entries root -> ``from_id`` (default: the leaf); ``[]`` for an unknown id."""
+        with self._lock:
+            return self._index.full_path(self._index.tree.branch(from_id))
+
+    def branch_ids(self, from_id: Any = UNDEFINED) -> list[Any]:
+        with self._lock:
+            return [get(e, "id") for e in self._index.tree.branch(from_id)]
+
+    def children(self, entry_id: Any) -> list[Any]:
+        with self._lock:
+            return self._index.full_path(self._index.tree.children(entry_id))
+
+    def tree_nodes(self) -> list[TreeNode]:
+        """Pi's ``getTree()`` over light entries."""
+        with self._lock:
+            return self._index.tree.tree()
+
+    def label(self, entry_id: Any) -> Any:
+        return self._index.tree.label(entry_id)
+
+    def entries(self) -> list[Any]:
+        """Every non-header line in file order, full (reads the whole file: for small sessions)."""
+        with self._lock:
+            return [self._index.full_at(i) for i in range(len(self._index))]
+
+    # ------------------------------------------------------------------ context
+
+    def context(self) -> Projection:
+        """The projection of the current branch; only the context entries are read in full.
+
+        Cached until the leaf or the session changes, so asking twice costs nothing.
+        """
+        with self._lock:
+            cache_key = (key(self._index.tree.leaf_id), len(self._index))
+            if self._projection is not None and self._projection[0] == cache_key:
+                return self._projection[1]
+            path = self._index.tree.context_path()
+            settings = context_settings(path)
+            full = self._index.full_path(context_entries(path))
+            projection = project_entries(full, settings)
+            self._projection = (cache_key, projection)
+            return projection
+
+    def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
+        """Tokens of the current context: last trusted usage + estimate of what follows."""
+        with self._lock:
+            projection = self.context()
+            return estimate_projected_context_tokens(projection, self._index.tree.branch(), estimator)
+
+    def prepare_compaction(
+        self, settings: CompactionSettings, estimator: TokenEstimator = PI
+    ) -> CompactionPreparation | NoCompaction:
+        with self._lock:
+            branch = self._index.tree.branch()
+            return prepare_compaction(branch, settings, estimator, projection=self.context_for(branch))
+
+    def context_for(self, path: list[Any]) -> Projection:
+        """The projection of an arbitrary light path (reading only its context entries)."""
+        full = self._index.full_path(context_entries(path))
+        return project_entries(full, context_settings(path))
+
+    # ------------------------------------------------------------------ leaf
+
+    def set_leaf(self, entry_id: Any) -> None:
+        """Pi's ``branch(id)``: move the leaf in memory (the next entry becomes its child)."""
+        with self._lock:
+            try:
+                self._index.tree.set_leaf(entry_id)
+            except KeyError:
+                raise EntryNotFoundError(entry_id) from None
+
+    def reset_leaf(self) -> None:
+        """Pi's ``resetLeaf()``: the next entry starts a new root."""
+        with self._lock:
+            self._index.tree.reset_leaf()
+
+    def move_leaf(self, entry_id: Any, *, durability: Durability | None = None) -> str | None:
+        """Move the leaf and persist the move, so a reopen (in sessiond or Pi) restores it.
+
+        Appends a ``custom`` entry (``customType: "sessiond.leaf"``) whose parent is the new
+        leaf: the last line of the file then leads back to it, which is how Pi picks its leaf.
+        The marker contributes nothing to context. ``None`` means "before the first entry".
+        Returns the marker's id, or ``None`` when the leaf is already there.
+        """
+        with self._lock:
+            if entry_id is not None and entry_id not in self._index.tree:
+                raise EntryNotFoundError(entry_id)
+            old = self._index.tree.leaf_id
+            if key(old) == key(entry_id):
+                return None
+            if entry_id is None:
+                self._index.tree.reset_leaf()
+            else:
+                self._index.tree.set_leaf(entry_id)
+            entry = E.new_custom(
+                self._new_id(), entry_id, iso_now(), LEAF_MARKER, {"from": None if nullish(old) else old}
+            )
+            try:
+                written = self._append_locked(entry, durability)
+            except BaseException:
+                self._index.tree.leaf_id = old
+                raise
+        return self._settle(written)
+
+    # ------------------------------------------------------------------ appends
+
+    def append_message(self, message: Any, *, durability: Durability | None = None) -> str:
+        if type(message) is not dict:
+            raise InvalidArgumentError("message must be an object", field="message")
+        role = message.get("role")
+        if role not in APPENDABLE_ROLES:
+            allowed = ", ".join(sorted(APPENDABLE_ROLES))
+            hint = (
+                " (summaries are appended as compaction / branch_summary entries)"
+                if role in ("branchSummary", "compactionSummary")
+                else ""
+            )
+            raise InvalidArgumentError(f"message.role must be one of {allowed}{hint}", field="message.role")
+        return self._append(lambda eid, parent, ts: E.new_message(eid, parent, ts, message), durability)
+
+    def append_thinking_level_change(self, level: str, *, durability: Durability | None = None) -> str:
+        _require_str(level, "thinkingLevel")
+        return self._append(lambda eid, p, ts: E.new_thinking_level_change(eid, p, ts, level), durability)
+
+    def append_model_change(
+        self, provider: str, model_id: str, *, durability: Durability | None = None
+    ) -> str:
+        _require_str(provider, "provider")
+        _require_str(model_id, "modelId")
+        return self._append(lambda eid, p, ts: E.new_model_change(eid, p, ts, provider, model_id), durability)
+
+    def append_usage(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: Any,
+        note: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        _require_str(kind, "kind")
+        _require_str(provider, "provider")
+        _require_str(model, "model")
+        if type(usage) is not dict:
+            raise InvalidArgumentError("usage must be an object", field="usage")
+        return self._append(
+            lambda eid, p, ts: E.new_usage(eid, p, ts, kind, provider, model, usage, note), durability
+        )
+
+    def append_custom(
+        self, custom_type: str, data: Any = UNDEFINED, *, durability: Durability | None = None
+    ) -> str:
+        _require_str(custom_type, "customType")
+        return self._append(lambda eid, p, ts: E.new_custom(eid, p, ts, custom_type, data), durability)
+
+    def append_custom_message(
+        self,
+        custom_type: str,
+        content: Any,
+        display: bool,
+        details: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        _require_str(custom_type, "customType")
+        if type(content) is not str and type(content) is not list:
+            raise InvalidArgumentError(
+                "content must be a string or an array of content blocks", field="content"
+            )
+        if type(display) is not bool:
+            raise InvalidArgumentError("display must be a boolean", field="display")
+        return self._append(
+            lambda eid, p, ts: E.new_custom_message(eid, p, ts, custom_type, content, display, details),
+            durability,
+        )
+
+    def append_label(
+        self, target_id: Any, label: Any = UNDEFINED, *, durability: Durability | None = None
+    ) -> str:
+        """Set (or, with no/empty label, clear) the label of any entry."""
+        if label is not UNDEFINED and label is not None and type(label) is not str:
+            raise InvalidArgumentError("label must be a string (empty or absent clears it)", field="label")
+        with self._lock:
+            if target_id not in self._index.tree:
+                raise EntryNotFoundError(target_id)
+            value = UNDEFINED if label is None else label
+            written = self._append_locked(
+                E.new_label(self._new_id(), self._leaf_for_append(), iso_now(), target_id, value), durability
+            )
+        return self._settle(written)
+
+    def set_name(self, name: str, *, durability: Durability | None = None) -> str:
+        """Pi's ``appendSessionInfo``: newlines become spaces, the name is trimmed, empty clears."""
+        if type(name) is not str:
+            raise InvalidArgumentError("name must be a string", field="name")
+        clean = trim(" ".join(_split_newlines(name)))
+        return self._append(lambda eid, p, ts: E.new_session_info(eid, p, ts, clean), durability)
+
+    def append_context_edit(
+        self, target_id: Any, replacement: Any, *, durability: Durability | None = None
+    ) -> str:
+        """Pi's ``appendContextEdit``: replace (or with ``None`` hide) what an entry contributes."""
+        if replacement is not None and (
+            type(replacement) is not dict
+            or "content" not in replacement
+            or (type(replacement["content"]) is not str and type(replacement["content"]) is not list)
+        ):
+            raise InvalidArgumentError(
+                "Context edit replacement must be null or contain string/array content", field="replacement"
+            )
+        with self._lock:
+            target = self._index.tree.get(target_id)
+            if target is None:
+                raise EntryNotFoundError(target_id)
+            if not any(key(get(e, "id")) == key(target_id) for e in self._index.tree.branch()):
+                raise EntryNotOnBranchError(target_id)
+            ttype = get(target, "type")
+            role = get(get(target, "message"), "role") if ttype == E.MESSAGE else "custom"
+            editable = ttype == E.CUSTOM_MESSAGE or (
+                ttype == E.MESSAGE and role in ("user", "assistant", "toolResult")
+            )
+            if not editable:
+                raise NotEditableError(target_id)
+            normalized = replacement
+            if (
+                replacement is not None
+                and role in ("assistant", "toolResult")
+                and type(replacement["content"]) is str
+            ):
+                normalized = {"content": [{"type": "text", "text": replacement["content"]}]}
+            entry = E.new_context_edit(
+                self._new_id(), self._leaf_for_append(), iso_now(), target_id, normalized
+            )
+            written = self._append_locked(entry, durability)
+        return self._settle(written)
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: Any,
+        tokens_before: int,
+        details: Any = UNDEFINED,
+        from_hook: Any = UNDEFINED,
+        usage: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        """A compaction checkpoint after the leaf; ``first_kept_entry_id=None`` keeps nothing.
+
+        Snapshots the current system prompt and tools (every system message of the current
+        context replayed into one) on the entry, as Pi does. Unlike Pi, the kept entry must be
+        on the current branch: a checkpoint that keeps an entry of another branch would
+        silently keep nothing.
+        """
+        _require_str(summary, "summary")
+        if type(tokens_before) not in (int, float) or type(tokens_before) is bool or tokens_before < 0:
+            raise InvalidArgumentError("tokensBefore must be a non-negative number", field="tokensBefore")
+        with self._lock:
+            if first_kept_entry_id is not None:
+                if first_kept_entry_id not in self._index.tree:
+                    raise EntryNotFoundError(first_kept_entry_id)
+                if not any(key(get(e, "id")) == key(first_kept_entry_id) for e in self._index.tree.branch()):
+                    raise EntryNotOnBranchError(first_kept_entry_id)
+            timestamp = iso_now()
+            system = current_system_message(self.context().messages)
+            snapshot: Any = UNDEFINED
+            if system is not None:
+                snapshot = dict(system)
+                snapshot["timestamp"] = int(date_ms(timestamp))
+            entry = E.new_compaction(
+                self._new_id(),
+                self._leaf_for_append(),
+                timestamp,
+                summary,
+                first_kept_entry_id,
+                tokens_before,
+                details,
+                usage,
+                from_hook,
+                snapshot,
+            )
+            written = self._append_locked(entry, durability)
+        return self._settle(written)
+
+    def branch_with_summary(
+        self,
+        branch_from_id: Any,
+        summary: str,
+        details: Any = UNDEFINED,
+        from_hook: Any = UNDEFINED,
+        usage: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        """Pi's ``branchWithSummary``: move the leaf and record what the old branch did."""
+        _require_str(summary, "summary", allow_empty=True)
+        with self._lock:
+            if branch_from_id is not None and branch_from_id not in self._index.tree:
+                raise EntryNotFoundError(branch_from_id)
+            old = self._index.tree.leaf_id
+            from_id = "root" if nullish(old) else old
+            entry = E.new_branch_summary(
+                self._new_id(), branch_from_id, iso_now(), from_id, summary, details, usage, from_hook
+            )
+            if branch_from_id is None:
+                self._index.tree.reset_leaf()
+            else:
+                self._index.tree.set_leaf(branch_from_id)
+            try:
+                written = self._append_locked(entry, durability)
+            except BaseException:
+                self._index.tree.leaf_id = old
+                raise
+        return self._settle(written)
+
+    # ------------------------------------------------------------------ the write path
+
+    def _new_id(self) -> str:
+        tree = self._index.tree
+        return short_id(lambda candidate: candidate in tree)
+
+    def _leaf_for_append(self) -> Any:
+        leaf = self._index.tree.leaf_id
+        return None if leaf is UNDEFINED else leaf
+
+    def _append(self, build: Any, durability: Durability | None) -> str:
+        with self._lock:
+            entry = build(self._new_id(), self._leaf_for_append(), iso_now())
+            written = self._append_locked(entry, durability)
+        return self._settle(written)
+
+    def _append_locked(self, entry: Entry, durability: Durability | None) -> _Written:
+        """Write and index one entry (caller holds the lock); the fsync wait comes after."""
+        mode = durability or self.durability
+        line = encode_line(entry)
+        entry_id = str(entry["id"])
+        self._projection = None
+        if self._journal is None:
+            if not self._has_conversation(entry):
+                self._index.add(entry, -1, len(line))
+                return _Written(entry_id, None, None)
+            self._flush_first(entry, line, mode)  # an fsync-mode create is durable on return
+            return _Written(entry_id, None, None)
+        start, end = self._journal.append(line)
+        self._index.add(entry, start, len(line), keep=True)
+        self._scan_end = end
+        return _Written(entry_id, self._journal if mode is Durability.FSYNC else None, end)
+
+    @staticmethod
+    def _settle(written: _Written) -> str:
+        """Acknowledge: in ``fsync`` mode, once the shared ``fdatasync`` covers the line.
+
+        Runs without the session lock, so appends that wait here at the same time share one
+        flush (group commit) instead of queueing behind each other.
+        """
+        if written.journal is not None and written.end is not None:
+            written.journal.sync(written.end)
+        return written.entry_id
+
+    def _has_conversation(self, new_entry: Entry) -> bool:
+        def is_conversation(e: Any) -> bool:
+            return get(e, "type") == E.MESSAGE and get(get(e, "message"), "role") in ("user", "assistant")
+
+        if is_conversation(new_entry):
+            return True
+        return any(is_conversation(e) for e in self._index.tree.entries)
+
+    def _flush_first(self, entry: Entry, line: bytes, mode: Durability) -> None:
+        """Pi's first flush: create the file exclusively with the header and everything held."""
+        index = self._index
+        lines = [encode_line(index.header)]
+        held = list(range(len(index)))
+        lines.extend(encode_line(index.full_at(pos)) for pos in held)
+        lines.append(line)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        journal = Journal.create(self.path, b"".join(lines), mode)
+        offset = len(lines[0])
+        written: list[tuple[int, int]] = []
+        for raw in lines[1:-1]:
+            written.append((offset, len(raw)))
+            offset += len(raw)
+        index.mark_written(0, written)
+        index.add(entry, offset, len(line), keep=True)
+        index.read_body = journal.pread
+        self._journal = journal
+        self._scan_end = journal.size
+
+    # ------------------------------------------------------------------ someone else's appends
+
+    def ingest(self) -> IngestResult:
+        """Index complete lines another program appended since the last known end of file.
+
+        A last line without its newline is left alone until it completes. A file that shrank,
+        was replaced or deleted cannot be followed: ``reload_required`` says why.
+        """
+        with self._lock:
+            result = IngestResult()
+            if self._journal is None:
+                return result
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                result.reload_required = "the file was deleted"
+                return result
+            fst = self._journal.fstat()
+            if (st.st_ino, st.st_dev) != (fst.st_ino, fst.st_dev):
+                result.reload_required = "the file was replaced"
+                return result
+            if st.st_size < self._scan_end:
+                result.reload_required = "the file was truncated"
+                return result
+            if st.st_size == self._scan_end:
+                return result
+            start = self._scan_end
+            data = self._journal.pread(start, st.st_size - start)
+            result.bytes_read = len(data)
+            if self._tail_start >= 0:
+                # A line without newline was indexed at open; its newline may have arrived now.
+                if data[:1] == b"\n":
+                    data = data[1:]
+                    start += 1
+                    self._tail_start = -1
+                else:
+                    result.reload_required = "the unterminated last line was extended"
+                    return result
+            cut = data.rfind(b"\n") + 1
+            complete, rest = data[:cut], data[cut:]
+            diag = LoadDiagnostics()
+            with paused_gc():
+                for offset, length, value in scan_lines(io.BytesIO(complete), diag, start):
+                    if type(value) is dict and value.get("type") == E.HEADER:
+                        self.diagnostics.extra_headers += 1
+                        continue
+                    self._index.add(value, offset, length)
+                    result.entries.append(value)
+            self.diagnostics.blank_lines += diag.blank_lines
+            self.diagnostics.unparsable_lines += diag.unparsable_lines
+            self.diagnostics.falsy_lines += diag.falsy_lines
+            self._scan_end = start + len(complete)
+            result.partial_tail = bool(rest)
+            self._journal.observe_external_growth(self._scan_end, ends_with_newline=True)
+            if result.entries:
+                self._projection = None
+            return result
+
+    # ------------------------------------------------------------------ fork and clone
+
+    def create_branched_session(self, leaf_id: Any, *, durability: Durability | None = None) -> Session:
+        """Pi's ``createBranchedSession``: a new session holding only the path to ``leaf_id``.
+
+        Labels are dropped from the path and re-created after it (with their original
+        timestamps); entries that hung below a label are re-chained to the previous kept entry,
+        and a compaction keeping from a label keeps from the entry after it (#5669). The new
+        file is written at once when the path holds a user or assistant message.
+        """
+        with self._lock:
+            path = self.branch(leaf_id)
+            if not path:
+                raise EntryNotFoundError(leaf_id)
+            kept: list[Any] = []
+            replacement_for_label: dict[Hashable, Any] = {}
+            pending_labels: list[Any] = []
+            parent: Any = None
+            for entry in path:
+                if get(entry, "type") == E.LABEL:
+                    pending_labels.append(get(entry, "id"))
+                    continue
+                for label_id in pending_labels:
+                    replacement_for_label[key(label_id)] = get(entry, "id")
+                pending_labels.clear()
+                copy = dict(entry) if type(entry) is dict else entry
+                if type(copy) is dict:
+                    copy["parentId"] = parent
+                    if copy.get("type") == E.COMPACTION:
+                        fk = copy.get("firstKeptEntryId", UNDEFINED)
+                        if key(fk) != key(copy.get("id", UNDEFINED)):
+                            new_fk = replacement_for_label.get(key(fk), fk)
+                            if new_fk is UNDEFINED:
+                                copy.pop("firstKeptEntryId", None)
+                            else:
+                                copy["firstKeptEntryId"] = new_fk
+                kept.append(copy)
+                parent = get(entry, "id")
+            sid = uuid7()
+            timestamp = iso_now()
+            header = E.new_header(sid, timestamp, self.cwd, str(self.path))
+            kept_ids = {key(get(e, "id")) for e in kept}
+            labels = [(k, v) for k, v in self._index.tree.labels().items() if k in kept_ids]
+            last_id = get(kept[-1], "id") if kept else None
+            label_parent: Any = last_id if truthy(last_id) else None
+            taken = set(kept_ids)
+            label_entries: list[Entry] = []
+            for target_key, (label, label_ts) in labels:
+                target = next(get(e, "id") for e in kept if key(get(e, "id")) == target_key)
+                lid = short_id(lambda c: c in taken)
+                taken.add(lid)
+                label_entries.append(E.new_label(lid, label_parent, label_ts, target, label))
+                label_parent = lid
+            new_path = self.path.parent / session_file_name(timestamp, sid)
+            return _session_from_entries(
+                new_path, header, [*kept, *label_entries], durability or self.durability
+            )
+
+    def fork(
+        self,
+        entry_id: Any,
+        position: Literal["before", "at"] = "before",
+        *,
+        durability: Durability | None = None,
+    ) -> Session:
+        """``/fork`` (before a user message: its parent becomes the leaf) or ``/clone`` (at an entry).
+
+        Forking before a first message gives a new, empty session whose ``parentSession`` is
+        this one.
+        """
+        with self._lock:
+            selected = self.get(entry_id)
+            if selected is None:
+                raise InvalidArgumentError("Invalid entry ID for forking", field="entryId")
+            if not self.flushed:
+                raise SessionNotSavedError(
+                    "This session has not been saved yet. Send a message before cloning or forking it."
+                )
+            if position == "at":
+                target = get(selected, "id")
+            elif position == "before":
+                if get(selected, "type") != E.MESSAGE or get(get(selected, "message"), "role") != "user":
+                    raise InvalidArgumentError("Invalid entry ID for forking", field="entryId")
+                target = get(selected, "parentId")
+            else:
+                raise InvalidArgumentError("position must be 'before' or 'at'", field="position")
+            if not truthy(target):
+                return Session.create(
+                    self.path.parent,
+                    self.cwd,
+                    parent_session=str(self.path),
+                    durability=durability or self.durability,
+                )
+            return self.create_branched_session(target, durability=durability)
+
+    @classmethod
+    def fork_from(
+        cls,
+        source: Path,
+        target_dir: Path,
+        target_cwd: str,
+        *,
+        session_id: str | None = None,
+        durability: Durability = Durability.BUFFERED,
+    ) -> Session:
+        """Pi's ``forkFrom`` (``--fork``): copy every entry of another session into a new one.
+
+        The source is only read (Pi appends a newline to it). A v1/v2 source is migrated
+        first, so the copy is a valid v3 session (Pi 1.6.0 copies it unmigrated).
+        """
+        loaded = load_session(source)
+        sid = uuid7() if session_id is None else validate_session_id(session_id)
+        timestamp = iso_now()
+        header = E.new_header(sid, timestamp, resolve_cwd(target_cwd), os.path.abspath(source))
+        target_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = target_dir / session_file_name(timestamp, sid)
+        data = encode_line(header) + b"".join(encode_line(e) for e in loaded.entries)
+        Journal.create(path, data, durability).close()
+        return cls.open(path, durability=durability)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _require_str(value: Any, name: str, *, allow_empty: bool = False) -> None:
+    if type(value) is not str or (not allow_empty and not value):
+        raise InvalidArgumentError(f"{name} must be a non-empty string", field=name)
+
+
+def _split_newlines(text: str) -> list[str]:
+    """``text.split(/[\\r\\n]+/)``."""
+    parts: list[str] = []
+    current: list[str] = []
+    for ch in text:
+        if ch in "\r\n":
+            if current or not parts:
+                parts.append("".join(current))
+                current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _needs_migration(header: dict[str, Any]) -> bool:
+    version = header_version(header)
+    return isinstance(version, int | float) and not isinstance(version, bool) and version < E.CURRENT_VERSION
+
+
+def _migrate_file(path: Path) -> Any:
+    """Migrate a v1/v2 file to v3 and replace it atomically (temp file, fsync, rename)."""
+    loaded = load_session(path)
+    data = b"".join(encode_line(line) for line in loaded.file_lines)
+    fd, tmp = tempfile.mkstemp(prefix=".migrate-", suffix=".jsonl", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, os.stat(path).st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return loaded.diagnostics.source_version
+
+
+def _session_from_entries(
+    path: Path, header: dict[str, Any], entries: list[Any], durability: Durability
+) -> Session:
+    """A new session holding ``entries``; written now iff they include a conversation (Pi's rule)."""
+    if path.exists():
+        raise SessionExistsError(str(path))
+    index = SessionIndex(header)
+    lines = [encode_line(e) for e in entries]
+    for entry, line in zip(entries, lines, strict=True):
+        index.add(entry, -1, len(line))
+    session = Session(path, index, None, LoadDiagnostics(), durability)
+    conversation = any(
+        get(e, "type") == E.MESSAGE and get(get(e, "message"), "role") in ("user", "assistant")
+        for e in entries
+    )
+    if conversation:
+        head = encode_line(header)
+        journal = Journal.create(path, head + b"".join(lines), durability)
+        offsets = []
+        offset = len(head)
+        for line in lines:
+            offsets.append((offset, len(line)))
+            offset += len(line)
+        index.mark_written(0, offsets)
+        index.read_body = journal.pread
+        session._journal = journal
+        session._scan_end = journal.size
+    return session

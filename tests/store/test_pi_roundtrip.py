@@ -1,0 +1,195 @@
+"""Round trips with Pi's own code (pi-oracle): what sessiond writes, Pi reads the same way.
+
+* a session written by sessiond through every operation opens in Pi with the leaf, branch
+  and context sessiond reports;
+* a Pi-format session appended to by sessiond (torn tails included) still opens identically;
+* fork/clone (``createBranchedSession``) and ``forkFrom`` produce what Pi produces.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiond.inspection import _describe_message
+from sessiond.model.js import get
+from sessiond.model.js_json import stringify
+from sessiond.model.tokens import PI
+from sessiond.store.session import Session
+from tests.builders import assistant, tool_result, user
+from tests.conftest import GOLDEN, oracle_dir
+
+ORACLE = oracle_dir()
+pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
+HERE = Path(__file__).parent
+
+
+def harness(path: Path, *args: str) -> dict[str, Any]:
+    assert ORACLE is not None
+    out = subprocess.run(
+        ["node", str(ORACLE / "harness.mjs"), "--full", "--jsonl", *args, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out)
+    assert "error" not in result, result.get("error")
+    return result
+
+
+def pi_op(*args: str) -> dict[str, Any]:
+    assert ORACLE is not None
+    out = subprocess.run(
+        ["node", str(HERE / "pi_ops.mjs"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PI_ORACLE_DIR": str(ORACLE), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+    ).stdout
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def views(s: Session) -> dict[str, Any]:
+    """What sessiond reports, in pi-oracle's shape."""
+    projection = s.context()
+    view = {
+        "leafId": s.leaf_id,
+        "branchIds": s.branch_ids(),
+        "contextEntryIds": [get(p.source, "id") for p in projection.entries],
+        "messages": [_describe_message(m, lambda t: t, PI) for m in projection.messages],
+        "thinkingLevel": projection.settings.thinking_level,
+        "model": projection.settings.model,
+        "sessionName": s.name,
+        "entryCount": s.entry_count,
+    }
+    return json.loads(stringify(view))  # the JSON a client would get (undefined dropped)
+
+
+def pi_views(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "leafId": result.get("leafId"),
+        "branchIds": result["branchIds"],
+        "contextEntryIds": result["contextEntryIds"],
+        "messages": result["context"]["messages"],
+        "thinkingLevel": result["context"].get("thinkingLevel"),
+        "model": result["context"]["model"],
+        "sessionName": result["sessionName"],
+        "entryCount": result["entryCount"],
+    }
+
+
+def test_session_written_through_every_operation_opens_identically_in_pi(tmp_path: Path) -> None:
+    s = Session.create(tmp_path / "--w--", "/w")
+    s.append_message(
+        {"role": "system", "content": "You are helpful.", "toolsAdded": [{"name": "read"}], "timestamp": 1}
+    )
+    s.append_model_change("anthropic", "claude-sonnet")
+    s.append_thinking_level_change("medium")
+    u1 = s.append_message(user("读取 auth.ts 😀"))
+    s.append_message(assistant("", calls=[("read", {"path": "src/auth.ts"})], total=1200))
+    s.append_message(tool_result("export function login() {}\n" * 50))
+    a1 = s.append_message(assistant("Login is session based.", total=1500))
+    s.append_label(u1, "start")
+    s.append_usage(
+        "cache_warm",
+        "anthropic",
+        "claude-sonnet",
+        {"input": 5, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 5},
+    )
+    u2 = s.append_message(user("switch to JWT"))
+    s.append_message(assistant("done with JWT", total=1700))
+    s.branch_with_summary(a1, "Tried JWT, abandoned.", {"readFiles": [], "modifiedFiles": ["src/auth.ts"]})
+    s.append_message(user("use cookies"))
+    a3 = s.append_message(assistant("cookies done", total=1900))
+    s.append_custom("ext.state", {"n": 1})
+    s.append_custom_message("ext.note", [{"type": "text", "text": "remember the tests"}], True, {"why": 1})
+    s.set_name("Auth rewrite")
+    failed = s.append_message(
+        assistant("", stop="error", error="prompt is too long: 213000 tokens > 200000 maximum")
+    )
+    s.append_context_edit(failed, None)
+    s.append_context_edit(a3, {"content": "cookies done (edited)"})
+    s.append_compaction(
+        "## Goal\nAuth", u2 if False else a1, 1900, {"readFiles": ["src/auth.ts"], "modifiedFiles": []}
+    )
+    s.append_message(user("continue"))
+    s.move_leaf(a3)
+    s.append_message(user("after the move"))
+    pi = harness(s.path)
+    assert pi["fileRepair"]["modified"] is False
+    assert pi_views(pi) == views(s)
+    assert views(Session.open(s.path)) == views(s)
+
+
+@pytest.mark.parametrize("name", [f"gen-{i:04d}.jsonl" for i in range(0, 220, 11)])
+def test_pi_written_session_appended_by_sessiond_still_opens_identically(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes((GOLDEN / "generated" / name).read_bytes())
+    s = Session.open(path)
+    assert pi_views(harness(path)) == views(s)  # before: sessiond reads what Pi reads
+    rng = random.Random(name)
+    leaf = s.leaf_id
+    u = s.append_message(user("appended by sessiond"))
+    a = s.append_message(assistant("ok", total=rng.randint(100, 5000)))
+    s.append_label(u, "from-sessiond")
+    s.append_context_edit(a, {"content": "edited by sessiond"})
+    ids = s.branch_ids()
+    s.move_leaf(ids[rng.randrange(len(ids))] if leaf is not None else u)
+    s.append_message(user("after a persisted leaf move"))
+    pi = harness(path)
+    assert pi["fileRepair"]["trailingNewlineAdded"] is False  # sessiond repaired any torn tail
+    assert pi_views(pi) == views(s)
+
+
+def _without_random_ids(lines: list[dict[str, Any]]) -> list[Any]:
+    """Entries of a created session minus what is random: header id/time, label ids."""
+    out: list[Any] = []
+    for e in lines[1:]:
+        if e.get("type") == "label":
+            out.append({k: v for k, v in e.items() if k not in ("id", "parentId")})
+        else:
+            out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("name", [f"gen-{i:04d}.jsonl" for i in range(3, 220, 17)])
+def test_create_branched_session_matches_pi(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes((GOLDEN / "generated" / name).read_bytes())
+    s = Session.open(path)
+    rng = random.Random(name)
+    ids = s.branch_ids() or [e for e in s.tree.ids() if isinstance(e, str)]
+    for leaf in {ids[-1], ids[rng.randrange(len(ids))], ids[0]}:
+        ours = s.create_branched_session(leaf)
+        pi = pi_op("branch", str(path), leaf)
+        assert "error" not in pi, pi
+        assert pi["exists"] == ours.flushed
+        if not ours.flushed:
+            continue
+        our_lines = [json.loads(x) for x in ours.path.read_bytes().split(b"\n") if x]
+        assert our_lines[0]["parentSession"] == str(path)
+        # Pi resolves a missing or empty header cwd against its own process cwd; a daemon has
+        # no meaningful process cwd, so sessiond keeps the source's (empty) cwd instead.
+        random_or_local = ("id", "timestamp", "parentSession") + (() if s.cwd else ("cwd",))
+        assert {k: v for k, v in our_lines[0].items() if k not in random_or_local} == {
+            k: v for k, v in pi["lines"][0].items() if k not in random_or_local
+        }
+        assert _without_random_ids(our_lines) == _without_random_ids(pi["lines"])
+
+
+@pytest.mark.parametrize("name", [f"gen-{i:04d}.jsonl" for i in range(5, 220, 23)])
+def test_fork_from_matches_pi_on_v3_sources(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_bytes((GOLDEN / "generated" / name).read_bytes())
+    ours = Session.fork_from(path, tmp_path / "target", "/target/cwd")
+    pi = pi_op("forkfrom", str(path), "/target/cwd")
+    assert "error" not in pi, pi
+    our_lines = [json.loads(x) for x in ours.path.read_bytes().split(b"\n") if x]
+    assert our_lines[1:] == pi["lines"][1:]
+    assert our_lines[0]["cwd"] == pi["lines"][0]["cwd"] == "/target/cwd"

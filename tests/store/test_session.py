@@ -1,0 +1,430 @@
+"""Session operations: Pi's append API and rules, first flush, repair, migration, fork/clone."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiond.errors import (
+    EntryNotFoundError,
+    EntryNotOnBranchError,
+    InvalidArgumentError,
+    InvalidSessionIdError,
+    NotEditableError,
+    SessionChangedError,
+    SessionNotSavedError,
+)
+from sessiond.formats.pi import encode_line, load_session
+from sessiond.model.js import UNDEFINED
+from sessiond.store import journal as journal_module
+from sessiond.store.journal import Durability
+from sessiond.store.session import LEAF_MARKER, Session
+from tests.builders import assistant, tool_result, user
+from tests.conftest import PI_FIXTURES
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_bytes().split(b"\n") if x]
+
+
+def new(tmp_path: Path, **kw: Any) -> Session:
+    return Session.create(tmp_path / "--w--", "/w", **kw)
+
+
+def test_setup_only_sessions_create_no_file(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_model_change("anthropic", "claude")
+    s.append_thinking_level_change("high")
+    s.append_message({"role": "system", "content": "prompt", "timestamp": 0})
+    s.append_custom("ext", {"a": 1})
+    assert not s.flushed and not s.path.exists()
+    assert [e["type"] for e in s.branch()] == ["model_change", "thinking_level_change", "message", "custom"]
+
+
+def test_first_user_message_creates_the_file_with_everything_held(tmp_path: Path) -> None:
+    s = new(tmp_path, session_id="my-session")
+    s.append_model_change("anthropic", "claude")
+    uid = s.append_message(user("hello"))
+    assert s.flushed
+    written = lines(s.path)
+    assert written[0] == {
+        "type": "session",
+        "version": 3,
+        "id": "my-session",
+        "timestamp": written[0]["timestamp"],
+        "cwd": "/w",
+    }
+    assert [e["type"] for e in written[1:]] == ["model_change", "message"]
+    assert written[2]["id"] == uid and written[2]["parentId"] == written[1]["id"]
+    assert oct(os.stat(s.path).st_mode & 0o777) == "0o600"
+    assert s.path.name.endswith("_my-session.jsonl")
+
+
+def test_custom_session_id_rule(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSessionIdError):
+        new(tmp_path, session_id="bad id")
+
+
+def test_every_append_is_a_child_of_the_leaf_and_advances_it(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    ids = [
+        s.append_message(user("u")),
+        s.append_message(assistant("a", total=10)),
+        s.append_thinking_level_change("low"),
+        s.append_model_change("openai", "gpt"),
+        s.append_usage("cache_warm", "openai", "gpt", {"input": 1}),
+        s.append_custom("x"),
+        s.append_custom_message("note", "text", False),
+        s.set_name("name"),
+    ]
+    s.append_label(ids[0], "first")
+    written = lines(s.path)[1:]
+    for prev, cur in itertools.pairwise(written):
+        assert cur["parentId"] == prev["id"]
+    assert s.leaf_id == written[-1]["id"]
+    assert "note" not in written[4]
+
+
+def test_key_order_is_pis(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    s.append_custom("x", {"k": 1})
+    s.append_custom_message("m", "c", True)
+    s.append_label(s.leaf_id)
+    s.append_usage("cache_warm", "p", "m", {"input": 1}, "why")
+    order = [list(e) for e in lines(s.path)[2:]]
+    assert order[0] == ["type", "customType", "data", "id", "parentId", "timestamp"]
+    assert order[1] == ["type", "customType", "content", "display", "id", "parentId", "timestamp"]
+    assert order[2] == ["type", "id", "parentId", "timestamp", "targetId"]  # clearing writes no label key
+    assert order[3] == ["type", "id", "parentId", "timestamp", "kind", "provider", "model", "usage", "note"]
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda s: s.append_message("x"), InvalidArgumentError),
+        (lambda s: s.append_message({"role": "compactionSummary", "summary": "s"}), InvalidArgumentError),
+        (lambda s: s.append_thinking_level_change(""), InvalidArgumentError),
+        (lambda s: s.append_model_change("p", 5), InvalidArgumentError),
+        (lambda s: s.append_custom_message("t", 5, True), InvalidArgumentError),
+        (lambda s: s.append_label("nope", "x"), EntryNotFoundError),
+        (lambda s: s.set_leaf("nope"), EntryNotFoundError),
+        (lambda s: s.branch_with_summary("nope", "s"), EntryNotFoundError),
+        (lambda s: s.append_context_edit("nope", None), EntryNotFoundError),
+        (lambda s: s.append_context_edit("x", {"content": 5}), InvalidArgumentError),
+        (lambda s: s.append_compaction("s", "nope", 1), EntryNotFoundError),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(tmp_path: Path, call: Any, error: type[Exception]) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    before = s.path.read_bytes()
+    leaf = s.leaf_id
+    with pytest.raises(error):
+        call(s)
+    assert s.path.read_bytes() == before
+    assert s.leaf_id == leaf and s.entry_count == 1
+
+
+def test_context_edit_rules_and_messages(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("question"))
+    a = s.append_message(assistant("answer"))
+    c = s.append_custom("state")
+    with pytest.raises(NotEditableError) as exc:
+        s.append_context_edit(c, None)
+    assert exc.value.message == f"Entry {c} does not contribute editable model content"
+    s.set_leaf(u)
+    other = s.append_message(assistant("other branch"))
+    with pytest.raises(EntryNotOnBranchError) as exc2:
+        s.append_context_edit(a, None)
+    assert exc2.value.message == f"Entry {a} is not on the active branch"
+    with pytest.raises(InvalidArgumentError) as exc3:
+        s.append_context_edit(other, {"nope": 1})
+    assert exc3.value.message == "Context edit replacement must be null or contain string/array content"
+    s.append_context_edit(other, {"content": "short"})
+    assert lines(s.path)[-1]["replacement"] == {"content": [{"type": "text", "text": "short"}]}
+    s.append_context_edit(u, {"content": "user text stays a string"})
+    assert lines(s.path)[-1]["replacement"] == {"content": "user text stays a string"}
+    assert s.context().messages[1]["content"] == [{"type": "text", "text": "short"}]
+
+
+def test_name_is_sanitised_and_empty_clears(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    s.set_name("  multi\r\n\nline  ")
+    assert lines(s.path)[-1]["name"] == "multi line"
+    assert s.name == "multi line"
+    s.set_name("")
+    assert s.name is None
+    assert Session.open(s.path).name is None
+
+
+def test_branch_with_summary_and_reset(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("u"))
+    a = s.append_message(assistant("a"))
+    bs = s.branch_with_summary(u, "left a branch")
+    entry = lines(s.path)[-1]
+    assert (entry["parentId"], entry["fromId"]) == (u, a)
+    assert s.leaf_id == bs
+    s.reset_leaf()
+    root = s.branch_with_summary(None, "from nothing")
+    entry = lines(s.path)[-1]
+    assert entry["parentId"] is None and entry["fromId"] == "root"
+    assert s.branch_ids() == [root]
+
+
+def test_compaction_snapshots_the_system_prompt_and_projects(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message({"role": "system", "content": "base", "toolsAdded": [{"name": "read"}], "timestamp": 5})
+    u1 = s.append_message(user("old"))
+    s.append_message(assistant("old answer"))
+    u2 = s.append_message(user("new"))
+    s.append_message(assistant("new answer"))
+    s.append_compaction("summary", u2, 1234, {"readFiles": [], "modifiedFiles": []})
+    entry = lines(s.path)[-1]
+    assert list(entry)[-1] == "systemMessage"
+    assert entry["systemMessage"]["content"] == "base" and entry["systemMessage"]["toolsAdded"] == [
+        {"name": "read"}
+    ]
+    assert isinstance(entry["systemMessage"]["timestamp"], int) and entry["systemMessage"]["timestamp"] > 5
+    assert [m["role"] for m in s.context().messages] == ["system", "compactionSummary", "user", "assistant"]
+    keep_none = s.append_compaction("all", None, 1)
+    assert lines(s.path)[-1]["firstKeptEntryId"] == keep_none
+    s.set_leaf(u1)
+    with pytest.raises(EntryNotOnBranchError):
+        s.append_compaction("wrong branch", u2, 1)
+
+
+def test_persisted_leaf_move_restores_the_branch_on_reopen(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("u"))
+    s.append_message(assistant("a1"))
+    s.set_leaf(u)
+    a2 = s.append_message(assistant("a2"))
+    assert s.move_leaf(a2) is None  # already there
+    marker = s.move_leaf(u)
+    entry = lines(s.path)[-1]
+    assert entry["type"] == "custom" and entry["customType"] == LEAF_MARKER and entry["parentId"] == u
+    assert entry["data"] == {"from": a2}
+    reopened = Session.open(s.path)
+    assert reopened.leaf_id == marker
+    assert reopened.branch_ids() == [u, marker]
+    assert [m["role"] for m in reopened.context().messages] == ["user"]
+    with pytest.raises(EntryNotFoundError):
+        s.move_leaf("nope")
+
+
+def test_reopen_gives_the_same_views(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    s.append_message(assistant("a", calls=[("read", {"path": "x"})]))
+    s.append_message(tool_result("r"))
+    r = Session.open(s.path)
+    assert r.leaf_id == s.leaf_id
+    assert r.branch_ids() == s.branch_ids()
+    assert r.context().messages == s.context().messages
+
+
+def test_torn_tail_repaired_by_the_next_append(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    s.close()
+    with open(s.path, "ab") as f:
+        f.write(b'{"type":"message","id":"torn"')
+    r = Session.open(s.path)
+    assert r.diagnostics.torn_tail
+    assert r.path.read_bytes().endswith(b'"torn"')  # opening does not write
+    new_id = r.append_message(assistant("after"))
+    data = r.path.read_bytes()
+    assert data.endswith(b"\n") and b'"id":"torn"\n{' in data
+    loaded = load_session(r.path)
+    assert loaded.diagnostics.unparsable_lines == 1
+    assert loaded.entries[-1]["id"] == new_id
+
+
+def test_opening_a_v1_file_migrates_it_atomically(tmp_path: Path) -> None:
+    src = PI_FIXTURES / "before-compaction.v1.jsonl"
+    path = tmp_path / "v1.jsonl"
+    path.write_bytes(src.read_bytes())
+    inode = os.stat(path).st_ino
+    s = Session.open(path)
+    assert s.diagnostics.source_version == 1
+    assert os.stat(path).st_ino != inode  # replaced, not rewritten in place
+    assert lines(path)[0]["version"] == 3
+    assert s.entry_count == 1002
+    assert len(s.branch_ids()) == 1002
+    assert [p.name for p in tmp_path.iterdir()] == ["v1.jsonl"]  # no temp file left
+
+
+def test_lazy_context_reads_only_context_entries(tmp_path: Path) -> None:
+    s = new(tmp_path, cache_bytes=0)
+    for i in range(200):
+        s.append_message(user(f"question {i} " + "x" * 500))
+        s.append_message(assistant(f"answer {i} " + "y" * 500))
+    kept = s.append_message(user("kept"))
+    s.append_compaction("summary", kept, 1)
+    s.append_message(assistant("last"))
+    s.close()
+    r = Session.open(s.path, cache_bytes=0)
+    reads: list[int] = []
+    original = r.index.read_body
+    assert original is not None
+
+    def counting(offset: int, length: int) -> bytes:
+        reads.append(length)
+        return original(offset, length)
+
+    r.index.read_body = counting
+    roles = [m["role"] for m in r.context().messages]
+    assert roles == ["compactionSummary", "user", "assistant"]
+    assert len(reads) == 3  # compaction, kept user, last assistant: not the 400 entries before
+
+
+def test_ingest_follows_external_appends(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("u"))
+    external = {
+        "type": "message",
+        "id": "ext1",
+        "parentId": u,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "from elsewhere"}]},
+    }
+    line = encode_line(external)
+    with open(s.path, "ab") as f:
+        f.write(line[:20])
+    first = s.ingest()
+    assert first.entries == [] and first.partial_tail
+    with open(s.path, "ab") as f:
+        f.write(line[20:])
+    second = s.ingest()
+    assert [e["id"] for e in second.entries] == ["ext1"]
+    assert s.leaf_id == "ext1"
+    assert s.context().messages[-1]["content"][0]["text"] == "from elsewhere"
+    mine = s.append_message(user("mine"))
+    assert lines(s.path)[-1]["parentId"] == "ext1" and lines(s.path)[-1]["id"] == mine
+    assert s.ingest().entries == []  # our own append is not read back as external
+
+
+def test_ingest_detects_truncation_and_replacement(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    s.append_message(assistant("a"))
+    with open(s.path, "r+b") as f:
+        f.truncate(os.path.getsize(s.path) - 5)
+    assert s.ingest().reload_required == "the file was truncated"
+    with pytest.raises(SessionChangedError):
+        s.append_message(user("x"))
+    t = new(tmp_path / "t")
+    t.append_message(user("u"))
+    tmp = t.path.with_suffix(".tmp")
+    tmp.write_bytes(t.path.read_bytes())
+    os.replace(tmp, t.path)
+    assert t.ingest().reload_required == "the file was replaced"
+    with pytest.raises(SessionChangedError):
+        t.append_message(user("x"))
+
+
+def test_clone_and_fork(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u1 = s.append_message(user("one"))
+    a1 = s.append_message(assistant("a1"))
+    lab = s.append_label(u1, "start")
+    u2 = s.append_message(user("two"))
+    s.append_message(assistant("a2"))
+    clone = s.fork(u2, "at")
+    cl = lines(clone.path)
+    assert cl[0]["parentSession"] == str(s.path)
+    body = [e for e in cl[1:] if e["type"] != "label"]
+    assert [e["id"] for e in body] == [u1, a1, u2]
+    assert body[2]["parentId"] == a1  # re-chained past the removed label
+    labels = [e for e in cl[1:] if e["type"] == "label"]
+    assert len(labels) == 1 and labels[0]["targetId"] == u1 and labels[0]["parentId"] == u2
+    assert labels[0]["timestamp"] == lines(s.path)[3]["timestamp"] and labels[0]["id"] != lab
+    assert clone.leaf_id == labels[0]["id"]
+    forked = s.fork(u2, "before")
+    assert [e["id"] for e in lines(forked.path)[1:] if e["type"] != "label"] == [u1, a1]
+    empty = s.fork(u1, "before")
+    assert not empty.flushed and empty.header["parentSession"] == str(s.path)
+    with pytest.raises(InvalidArgumentError) as exc:
+        s.fork(a1, "before")
+    assert exc.value.message == "Invalid entry ID for forking"
+
+
+def test_fork_refused_before_the_session_is_saved(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    mc = s.append_model_change("p", "m")
+    with pytest.raises(SessionNotSavedError):
+        s.fork(mc, "at")
+
+
+def test_clone_without_conversation_is_not_written_until_one_arrives(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    mc = s.append_model_change("p", "m")
+    s.append_message(user("u"))
+    clone = s.create_branched_session(mc)
+    assert not clone.flushed
+    clone.append_message(user("now"))
+    assert [e["type"] for e in lines(clone.path)] == ["session", "model_change", "message"]
+
+
+def test_fork_from_migrates_old_sources_and_leaves_them_untouched(tmp_path: Path) -> None:
+    src = tmp_path / "src.jsonl"
+    src.write_bytes((PI_FIXTURES / "large-session.v1.jsonl").read_bytes())
+    before = src.read_bytes()
+    forked = Session.fork_from(src, tmp_path / "target", "/elsewhere")
+    assert src.read_bytes() == before
+    out = lines(forked.path)
+    assert out[0]["cwd"] == "/elsewhere" and out[0]["parentSession"] == str(src) and out[0]["version"] == 3
+    assert all("id" in e and "parentId" in e for e in out[1:])
+    assert forked.entry_count == len(out) - 1
+
+
+def test_fork_from_copies_v3_lines_byte_for_byte(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("ü 😀"))
+    s.append_message(assistant("a"))
+    forked = Session.fork_from(s.path, tmp_path / "t", "/x", session_id="copy-1")
+    assert forked.path.read_bytes().split(b"\n")[1:] == s.path.read_bytes().split(b"\n")[1:]
+    assert forked.id == "copy-1"
+
+
+def test_group_commit_shares_fdatasync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = new(tmp_path, durability=Durability.FSYNC)
+    s.append_message(user("u"))
+    calls = 0
+    real = os.fdatasync
+    gate = threading.Event()
+
+    def slow_fdatasync(fd: int) -> None:
+        nonlocal calls
+        calls += 1
+        gate.wait(0.05)
+        real(fd)
+
+    monkeypatch.setattr(journal_module.os, "fdatasync", slow_fdatasync)
+    threads = [threading.Thread(target=lambda: [s.append_custom("t") for _ in range(10)]) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert s.entry_count == 81
+    assert calls < 80  # concurrent appends shared flushes
+    assert len(load_session(s.path).entries) == 81
+
+
+def test_undefined_label_and_clearing(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("u"))
+    s.append_label(u, "x")
+    assert s.label(u) == "x"
+    s.append_label(u, None)
+    assert s.label(u) is UNDEFINED

@@ -307,7 +307,7 @@ def _days_in_month(year: int, month: int) -> int:
 def _days_from_civil(y: int, m: int, d: int) -> int:
     """Days since 1970-01-01 for a proleptic Gregorian date (any year, incl. negative)."""
     y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # floor division already rounds negative years down
     yoe = y - era * 400
     doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy

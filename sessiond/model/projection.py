@@ -53,16 +53,27 @@ def context_settings(path: list[Any]) -> ContextSettings:
     """Thinking level and model in effect at the end of ``path`` (Pi's ``getSessionContextSettings``)."""
     settings = ContextSettings()
     for entry in path:
-        t = get(entry, "type")
-        if t == E.THINKING_LEVEL_CHANGE:
-            settings.thinking_level = entry.get("thinkingLevel", UNDEFINED)
-        elif t == E.MODEL_CHANGE:
-            settings.model = {"provider": get(entry, "provider"), "modelId": get(entry, "modelId")}
-        elif t == E.MESSAGE:
-            message = entry.get("message")
-            if get(message, "role") == "assistant":
-                settings.model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
+        _apply_setting(settings, entry)
     return settings
+
+
+def next_settings(settings: ContextSettings, entry: Any) -> ContextSettings:
+    """The settings after one more entry at the end of the path (a new object)."""
+    after = ContextSettings(settings.thinking_level, settings.model)
+    _apply_setting(after, entry)
+    return after
+
+
+def _apply_setting(settings: ContextSettings, entry: Any) -> None:
+    t = get(entry, "type")
+    if t == E.THINKING_LEVEL_CHANGE:
+        settings.thinking_level = entry.get("thinkingLevel", UNDEFINED)
+    elif t == E.MODEL_CHANGE:
+        settings.model = {"provider": get(entry, "provider"), "modelId": get(entry, "modelId")}
+    elif t == E.MESSAGE:
+        message = entry.get("message")
+        if get(message, "role") == "assistant":
+            settings.model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
 
 
 def latest_compaction(path: list[Any]) -> tuple[int, Any]:

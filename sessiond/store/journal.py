@@ -37,6 +37,40 @@ class Durability(StrEnum):
     """Acknowledged once ``fdatasync`` returned (survives power loss)."""
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    written = 0
+    while written < len(data):
+        n = os.write(fd, view[written:])
+        if n <= 0:
+            raise OSError(errno_codes.EIO, "write returned 0")
+        written += n
+
+
+def _link_exclusive(src: Path, dst: Path) -> None:
+    """Give ``src`` the name ``dst`` unless ``dst`` exists (``FileExistsError``)."""
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if exc.errno not in (
+            errno_codes.EPERM,
+            errno_codes.ENOTSUP,
+            errno_codes.EOPNOTSUPP,
+            errno_codes.EMLINK,
+        ):
+            raise
+        # No hard links on this file system: an exclusive rename is not available either, so
+        # refuse an existing target first and rename (the window is only another creator).
+        if dst.exists():
+            raise FileExistsError(errno_codes.EEXIST, "File exists", str(dst)) from None
+        os.rename(src, dst)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -68,27 +102,40 @@ class Journal:
 
     @classmethod
     def create(cls, path: Path, initial: bytes, durability: Durability) -> Journal:
-        """Create ``path`` exclusively and write ``initial`` (the header and buffered lines)."""
+        """Create ``path`` exclusively holding ``initial`` (the header and the lines held so far).
+
+        The bytes go to a temporary name first and are then hard-linked into place, so the
+        session file appears complete or not at all: a crash can never leave an empty or
+        half-written session file behind (an ``O_EXCL`` open followed by a write could).
+        """
+        if path.exists():
+            raise SessionExistsError(str(path))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            raise SessionExistsError(str(path)) from None
+            fd = os.open(tmp, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise JournalError(
                 f"Cannot create session file {path}: {exc.strerror}", str(path), exc.errno
             ) from exc
-        journal = cls(path, fd)
         try:
-            journal.append(initial)
+            _write_all(fd, initial)
             if durability is Durability.FSYNC:
-                journal.sync(journal.size)
-                _fsync_dir(path.parent)
-        except BaseException:
-            journal.close()
-            with contextlib.suppress(OSError):
-                os.unlink(path)  # the file never held an acknowledged line
-            raise
-        return journal
+                os.fdatasync(fd)
+            _link_exclusive(tmp, path)
+        except FileExistsError:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise SessionExistsError(str(path)) from None
+        except OSError as exc:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise JournalError(
+                f"Cannot create session file {path}: {exc.strerror or exc}", str(path), exc.errno
+            ) from exc
+        _unlink_quietly(tmp)
+        if durability is Durability.FSYNC:
+            _fsync_dir(path.parent)
+        return cls(path, fd)
 
     @classmethod
     def open(cls, path: Path) -> Journal:
@@ -198,20 +245,16 @@ class Journal:
     def sync(self, upto: int) -> None:
         """Return once every byte before offset ``upto`` is on disk (group commit).
 
-        The first caller to find no sync running becomes the leader and flushes everything
-        written so far; callers that arrive meanwhile wait for it, and the next of them leads
-        the next flush, which covers everyone who wrote in between.
+        One flush runs at a time. A caller finding none running starts one, covering
+        everything written so far; callers arriving meanwhile wait, and the first of them to
+        wake starts the next flush, which covers all of them at once.
         """
         upto = min(upto, self._size)
         while True:
             with self._cond:
                 while True:
                     if self._broken is not None:
-                        raise JournalBrokenError(
-                            f"Session file {self.path} could not be flushed to disk: {self._broken.strerror}",
-                            str(self.path),
-                            self._broken.errno,
-                        )
+                        raise self._sync_error(self._broken)
                     if self._synced >= upto:
                         return
                     if not self._syncing:
@@ -226,15 +269,18 @@ class Journal:
                     self._broken = exc
                     self._syncing = False
                     self._cond.notify_all()
-                raise JournalBrokenError(
-                    f"Session file {self.path} could not be flushed to disk: {exc.strerror}",
-                    str(self.path),
-                    exc.errno,
-                ) from exc
+                raise self._sync_error(exc) from exc
             with self._cond:
                 self._synced = max(self._synced, target)
                 self._syncing = False
                 self._cond.notify_all()
+
+    def _sync_error(self, exc: OSError) -> JournalBrokenError:
+        return JournalBrokenError(
+            f"Session file {self.path} could not be flushed to disk: {exc.strerror}",
+            str(self.path),
+            exc.errno,
+        )
 
     # ------------------------------------------------------------------ reading
 

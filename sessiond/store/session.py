@@ -38,7 +38,14 @@ from ..model import entries as E
 from ..model.entries import Entry
 from ..model.js import UNDEFINED, date_ms, get, iso_now, key, nullish, trim, truthy
 from ..model.messages import current_system_message
-from ..model.projection import Projection, context_entries, context_settings, project_entries
+from ..model.projection import (
+    ContextSettings,
+    Projection,
+    context_entries,
+    context_settings,
+    next_settings,
+    project_entries,
+)
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
 from ..model.tree import SessionTree, TreeNode
 from .ids import short_id, uuid7
@@ -58,6 +65,21 @@ class _Written:
     journal: Journal | None
     """Set when the acknowledgement must wait for the line to reach the disk."""
     end: int | None
+
+
+@dataclass(slots=True)
+class _LightContext:
+    """The current leaf's path, settings and context entries, as light entries.
+
+    Kept up to date on appends that extend the leaf, so rebuilding context after an append
+    costs the context entries, not a walk of the whole branch.
+    """
+
+    leaf: Hashable
+    count: int
+    path: list[Any]
+    settings: ContextSettings
+    ctx: list[Any]
 
 
 @dataclass(slots=True)
@@ -93,6 +115,7 @@ class Session:
         self._lock = threading.RLock()
         self._scan_end = scan_end
         self._projection: tuple[Hashable, Projection] | None = None
+        self._light_ctx: _LightContext | None = None
         if journal is not None:
             index.read_body = journal.pread
         self._tail_start = -1  # offset of an unterminated last line indexed at open, if any
@@ -254,24 +277,58 @@ class Session:
             cache_key = (key(self._index.tree.leaf_id), len(self._index))
             if self._projection is not None and self._projection[0] == cache_key:
                 return self._projection[1]
-            path = self._index.tree.context_path()
-            settings = context_settings(path)
-            full = self._index.full_path(context_entries(path))
-            projection = project_entries(full, settings)
+            light = self._light_context()
+            projection = project_entries(self._index.full_path(light.ctx), light.settings)
             self._projection = (cache_key, projection)
             return projection
+
+    def _light_context(self) -> _LightContext:
+        tree = self._index.tree
+        leaf = key(tree.leaf_id)
+        cached = self._light_ctx
+        if cached is not None and cached.leaf == leaf and cached.count == len(self._index):
+            return cached
+        path = tree.context_path()
+        ctx = context_entries(path)
+        if ctx is path:
+            ctx = list(path)  # both lists grow on appends: they must not be one list
+        self._light_ctx = _LightContext(leaf, len(self._index), path, context_settings(path), ctx)
+        return self._light_ctx
+
+    def _extend_light_context(self, parent: Any, light: Any, is_new_id: bool) -> None:
+        """After an append: extend the cached path if the entry hangs below its leaf."""
+        cached = self._light_ctx
+        if cached is None or not is_new_id or cached.leaf != key(parent) or type(light) is not dict:
+            self._light_ctx = None
+            return
+        cached.path.append(light)
+        cached.settings = next_settings(cached.settings, light)
+        if light.get("type") == E.COMPACTION:
+            ctx = context_entries(cached.path)
+            cached.ctx = list(ctx) if ctx is cached.path else ctx
+        else:
+            cached.ctx.append(light)
+        cached.leaf = key(light.get("id", UNDEFINED))
+        cached.count = len(self._index)
+
+    def _current_branch(self) -> list[Any]:
+        """Light entries root -> leaf (Pi's ``getBranch()``), from the cache when it is current."""
+        leaf = self._index.tree.leaf_id
+        if not truthy(leaf) or self._index.tree.get(leaf) is None:
+            return self._index.tree.branch()
+        return self._light_context().path
 
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
         """Tokens of the current context: last trusted usage + estimate of what follows."""
         with self._lock:
             projection = self.context()
-            return estimate_projected_context_tokens(projection, self._index.tree.branch(), estimator)
+            return estimate_projected_context_tokens(projection, self._current_branch(), estimator)
 
     def prepare_compaction(
         self, settings: CompactionSettings, estimator: TokenEstimator = PI
     ) -> CompactionPreparation | NoCompaction:
         with self._lock:
-            branch = self._index.tree.branch()
+            branch = self._current_branch()
             return prepare_compaction(branch, settings, estimator, projection=self.context_for(branch))
 
     def context_for(self, path: list[Any]) -> Projection:
@@ -557,13 +614,16 @@ class Session:
         entry_id = str(entry["id"])
         self._projection = None
         if self._journal is None:
+            self._light_ctx = None
             if not self._has_conversation(entry):
                 self._index.add(entry, -1, len(line))
                 return _Written(entry_id, None, None)
             self._flush_first(entry, line, mode)  # an fsync-mode create is durable on return
             return _Written(entry_id, None, None)
         start, end = self._journal.append(line)
-        self._index.add(entry, start, len(line), keep=True)
+        is_new_id = entry["id"] not in self._index.tree
+        light = self._index.add(entry, start, len(line), keep=True)
+        self._extend_light_context(entry.get("parentId"), light, is_new_id)
         self._scan_end = end
         return _Written(entry_id, self._journal if mode is Durability.FSYNC else None, end)
 
@@ -662,6 +722,7 @@ class Session:
             self._journal.observe_external_growth(self._scan_end, ends_with_newline=True)
             if result.entries:
                 self._projection = None
+                self._light_ctx = None
             return result
 
     # ------------------------------------------------------------------ fork and clone

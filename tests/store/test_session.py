@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from sessiond.errors import (
 )
 from sessiond.formats.pi import encode_line, load_session
 from sessiond.model.js import UNDEFINED
+from sessiond.model.projection import project
+from sessiond.model.tokens import estimate_projected_context_tokens
 from sessiond.store import journal as journal_module
 from sessiond.store.journal import Durability
 from sessiond.store.session import LEAF_MARKER, Session
@@ -428,3 +431,44 @@ def test_undefined_label_and_clearing(tmp_path: Path) -> None:
     assert s.label(u) == "x"
     s.append_label(u, None)
     assert s.label(u) is UNDEFINED
+
+
+def test_incremental_context_equals_a_fresh_build_after_every_operation(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    s = new(tmp_path)
+    s.append_message(user("start"))
+    for step in range(150):
+        ids = s.branch_ids()
+        op = rng.random()
+        if op < 0.35:
+            s.append_message(user(f"u{step} " + "x" * rng.randint(0, 300)))
+        elif op < 0.6:
+            s.append_message(assistant(f"a{step}", total=rng.randint(0, 5000)))
+        elif op < 0.65:
+            s.append_thinking_level_change(rng.choice(["low", "high"]))
+        elif op < 0.7:
+            s.append_model_change("p", f"m{step}")
+        elif op < 0.75:
+            s.append_compaction(f"sum{step}", rng.choice(ids), 100)
+        elif op < 0.8:
+            s.set_leaf(rng.choice(ids))
+        elif op < 0.85:
+            s.move_leaf(rng.choice(ids))
+        elif op < 0.9:
+            s.branch_with_summary(rng.choice(ids), f"bs{step}")
+        elif op < 0.95:
+            targets = [
+                e["id"] for e in s.branch() if e["type"] == "message" and e["message"]["role"] == "user"
+            ]
+            if targets:
+                s.append_context_edit(rng.choice(targets), rng.choice([None, {"content": "edited"}]))
+        else:
+            s.append_label(rng.choice(ids), f"l{step}")
+        branch = s.branch()
+        fresh = project(branch)
+        assert s.context().messages == fresh.messages, step
+        assert s.context().settings == fresh.settings, step
+        assert s.context_usage().tokens == estimate_projected_context_tokens(fresh, branch).tokens
+    reopened = Session.open(s.path)
+    reopened.set_leaf(s.leaf_id)
+    assert reopened.context().messages == s.context().messages

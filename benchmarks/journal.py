@@ -1,0 +1,702 @@
+#!/usr/bin/env python3
+"""The store's write path and open path, against bare ``os.write`` / ``fdatasync`` on the same disk.
+
+Sections (every ratio is against a reference measured in the same run):
+
+1. **append, one writer** - ``Session.append_message`` latency p50/p99 and throughput in
+   ``buffered`` and ``fsync`` mode, against a bare loop writing the *same line bytes* to an
+   ``O_APPEND`` descriptor (``os.write``; ``os.write`` + ``os.fdatasync`` per line for fsync).
+2. **fsync, concurrent writers** - 1, 8 and 32 threads appending to the *same* session in
+   ``fsync`` mode (group commit: appends waiting together share one ``fdatasync``), against as
+   many threads doing ``os.write`` + ``os.fdatasync`` each on one shared descriptor (no group
+   commit). ``gain`` = session throughput / reference throughput.
+3. **append vs file size** - append latency on a 1 MB and a 50 MB session (must be flat).
+4. **open** - ``Session.open`` (the light index) vs ``load_session`` (every entry parsed and
+   held), each in a fresh process: time, resident memory after open above the post-import
+   baseline, per MB of file (goal: well under 1 MB per MB).
+5. **context after one append** on the 50 MB session: ``context()`` right after an
+   ``append_message`` (bodies cached) vs the first ``context()`` after open vs a full
+   ``load_session`` + tree + projection of the same file.
+
+Run: ``.venv/bin/python benchmarks/journal.py [--quick] [--runs N] [--json]``. Scratch files go to
+``benchmarks/out/journal-tmp/`` (same disk as the repo; removed at the end); the 1/10/50 MB
+sessions are the cached ones of ``benchmarks/inspect.py``. See ``benchmarks/README.md``.
+"""
+
+# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
+# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from sessiond.formats.pi import encode_line, load_session  # noqa: E402
+from sessiond.model import entries as E  # noqa: E402
+from sessiond.model.projection import project  # noqa: E402
+from sessiond.model.tree import SessionTree  # noqa: E402
+from sessiond.store import journal as journal_module  # noqa: E402
+from sessiond.store.journal import Durability  # noqa: E402
+from sessiond.store.session import Session  # noqa: E402
+
+REPO = Path(_HERE).parent
+OUT_DIR = Path(_HERE) / "out"
+MB = 1 << 20
+GENERATOR_SEED = 1
+
+
+def _load_inspect() -> Any:
+    """``benchmarks/inspect.py`` (its session generator and cache), under another module name."""
+    spec = importlib.util.spec_from_file_location("_sessiond_bench_inspect", Path(_HERE) / "inspect.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def _messages(n: int, seed: int) -> list[dict[str, Any]]:
+    """Alternating user prompts (100-400 B) and assistant replies (0.5-3 KB), like a chat."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(500)]
+
+    def text(lo: int, hi: int) -> str:
+        size = rng.randint(lo, hi)
+        out = " ".join(rng.choices(words, k=size // 5 + 1))
+        return out[:size]
+
+    msgs: list[dict[str, Any]] = []
+    for i in range(n):
+        if i % 2 == 0:
+            msgs.append(
+                {"role": "user", "content": [{"type": "text", "text": text(100, 400)}], "timestamp": i}
+            )
+        else:
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": text(500, 3000)}],
+                    "api": "anthropic-messages",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "usage": {
+                        "input": 1000 + i,
+                        "output": 200,
+                        "cacheRead": 0,
+                        "cacheWrite": 0,
+                        "totalTokens": 1200 + i,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                    },
+                    "stopReason": "stop",
+                    "timestamp": i,
+                }
+            )
+    return msgs
+
+
+def _pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    if not s:
+        return float("nan")
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def _summary(samples_s: list[float], wall_s: float) -> dict[str, float]:
+    return {
+        "p50Us": _pct(samples_s, 0.50) * 1e6,
+        "p99Us": _pct(samples_s, 0.99) * 1e6,
+        "perSec": len(samples_s) / wall_s if wall_s > 0 else float("nan"),
+        "n": len(samples_s),
+    }
+
+
+def _median_of_runs(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+class Scratch:
+    """Scratch files under ``benchmarks/out/journal-tmp`` (same disk as the repo)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        self._n = 0
+
+    def new_dir(self, name: str) -> Path:
+        self._n += 1
+        d = self.root / f"{self._n:03d}-{name}"
+        d.mkdir()
+        return d
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- 1. one writer
+
+
+def _session_appends(
+    scratch: Scratch, msgs: list[dict[str, Any]], mode: Any
+) -> tuple[dict[str, float], list[bytes]]:
+
+    session = Session.create(scratch.new_dir("append"), "/bench", durability=mode)
+    session.append_message(msgs[0])  # the first append creates the file: not timed
+    samples: list[float] = []
+    perf = time.perf_counter
+    gc.collect()
+    t0 = perf()
+    for m in msgs[1:]:
+        a = perf()
+        session.append_message(m)
+        samples.append(perf() - a)
+    wall = perf() - t0
+    path = session.path
+    session.close()
+    lines = path.read_bytes().splitlines(keepends=True)[2:]  # the bytes the timed appends wrote
+    return _summary(samples, wall), lines
+
+
+def _bare_appends(scratch: Scratch, lines: list[bytes], sync: bool) -> dict[str, float]:
+    path = scratch.new_dir("bare") / "bare.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    write, fdatasync, perf = os.write, os.fdatasync, time.perf_counter
+    samples: list[float] = []
+    try:
+        write(fd, b'{"type":"session"}\n')
+        gc.collect()
+        t0 = perf()
+        for line in lines:
+            a = perf()
+            write(fd, line)
+            if sync:
+                fdatasync(fd)
+            samples.append(perf() - a)
+        wall = perf() - t0
+    finally:
+        os.close(fd)
+    return _summary(samples, wall)
+
+
+def bench_single(
+    scratch: Scratch, args: argparse.Namespace, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+
+    rows = []
+    for mode, n in ((Durability.BUFFERED, args.buffered_appends), (Durability.FSYNC, args.fsync_appends)):
+        msgs = _messages(n + 1, 11)
+        sess_runs, ref_runs = [], []
+        line_bytes = 0
+        for _ in range(args.runs):
+            s, lines = _session_appends(scratch, msgs, mode)
+            r = _bare_appends(scratch, lines, sync=mode is Durability.FSYNC)
+            sess_runs.append(s)
+            ref_runs.append(r)
+            line_bytes = sum(len(x) for x in lines) // max(1, len(lines))
+        s, r = _median_of_runs(sess_runs), _median_of_runs(ref_runs)
+        rows.append({"mode": mode.value, "lineBytes": line_bytes, "session": s, "reference": r})
+        log(f"  append {mode.value}: p50 {s['p50Us']:.0f} us vs {r['p50Us']:.0f} us bare")
+    return rows
+
+
+# --------------------------------------------------------------------------- 2. concurrent fsync
+
+
+def _threads(n: int, work: Callable[[int], list[float]]) -> tuple[list[float], float]:
+    barrier = threading.Barrier(n + 1)
+    results: list[list[float]] = [[] for _ in range(n)]
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return [x for r in results for x in r], wall
+
+
+class _CountingOs:
+    """Counts ``fdatasync`` calls of the journal (a separate, untimed pass)."""
+
+    def __init__(self) -> None:
+        self.syncs = 0
+
+    def fdatasync(self, fd: int) -> None:
+        self.syncs += 1
+        os.fdatasync(fd)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+def _concurrent_session(
+    scratch: Scratch, writers: int, per_writer: int, msgs: list[dict[str, Any]], count: bool = False
+) -> tuple[dict[str, float], int]:
+
+    session = Session.create(scratch.new_dir(f"conc{writers}"), "/bench", durability=Durability.FSYNC)
+    session.append_message(msgs[0])
+    counter = _CountingOs()
+    if count:
+        setattr(journal_module, "os", counter)  # noqa: B010 (a module attribute, not typed as such)
+    perf = time.perf_counter
+
+    def work(i: int) -> list[float]:
+        samples = []
+        for k in range(per_writer):
+            m = msgs[(i * per_writer + k) % len(msgs)]
+            a = perf()
+            session.append_message(m)
+            samples.append(perf() - a)
+        return samples
+
+    try:
+        samples, wall = _threads(writers, work)
+    finally:
+        setattr(journal_module, "os", os)  # noqa: B010
+        session.close()
+    return _summary(samples, wall), counter.syncs
+
+
+def _concurrent_session_own_sync(
+    scratch: Scratch, writers: int, per_writer: int, msgs: list[dict[str, Any]]
+) -> dict[str, float]:
+    """The same session code without group commit: a buffered append, then its own ``fdatasync``."""
+
+    session = Session.create(scratch.new_dir(f"own{writers}"), "/bench", durability=Durability.BUFFERED)
+    session.append_message(msgs[0])
+    fd = os.open(session.path, os.O_RDONLY | os.O_CLOEXEC)  # fdatasync flushes the inode, any fd
+    perf = time.perf_counter
+
+    def work(i: int) -> list[float]:
+        samples = []
+        for k in range(per_writer):
+            m = msgs[(i * per_writer + k) % len(msgs)]
+            a = perf()
+            session.append_message(m)
+            os.fdatasync(fd)
+            samples.append(perf() - a)
+        return samples
+
+    try:
+        samples, wall = _threads(writers, work)
+    finally:
+        os.close(fd)
+        session.close()
+    return _summary(samples, wall)
+
+
+def _concurrent_bare(scratch: Scratch, writers: int, per_writer: int, lines: list[bytes]) -> dict[str, float]:
+    path = scratch.new_dir(f"bare{writers}") / "bare.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    os.write(fd, b'{"type":"session"}\n')
+    os.fdatasync(fd)
+    perf = time.perf_counter
+
+    def work(i: int) -> list[float]:
+        samples = []
+        for k in range(per_writer):
+            line = lines[(i * per_writer + k) % len(lines)]
+            a = perf()
+            os.write(fd, line)
+            os.fdatasync(fd)
+            samples.append(perf() - a)
+        return samples
+
+    try:
+        samples, wall = _threads(writers, work)
+    finally:
+        os.close(fd)
+    return _summary(samples, wall)
+
+
+def bench_concurrent(
+    scratch: Scratch, args: argparse.Namespace, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+
+    total = args.concurrent_appends
+    msgs = _messages(total + 1, 22)
+    lines = [
+        encode_line(E.new_message(f"{i:08x}", None, "2026-01-01T00:00:00.000Z", m))
+        for i, m in enumerate(msgs)
+    ]
+    rows = []
+    for writers in (1, 8, 32):
+        per_writer = max(1, total // writers)
+        sess_runs, own_runs, ref_runs = [], [], []
+        for _ in range(args.runs):  # interleaved: drift hits all three alike
+            sess_runs.append(_concurrent_session(scratch, writers, per_writer, msgs)[0])
+            own_runs.append(_concurrent_session_own_sync(scratch, writers, per_writer, msgs))
+            ref_runs.append(_concurrent_bare(scratch, writers, per_writer, lines))
+        syncs = statistics.median(
+            _concurrent_session(scratch, writers, per_writer, msgs, count=True)[1] for _ in range(args.runs)
+        )
+        s, o, r = _median_of_runs(sess_runs), _median_of_runs(own_runs), _median_of_runs(ref_runs)
+        rows.append(
+            {
+                "writers": writers,
+                "appends": per_writer * writers,
+                "appendsPerSync": per_writer * writers / max(1, syncs),
+                "session": s,
+                "ownSync": o,
+                "reference": r,
+            }
+        )
+        log(
+            f"  fsync x{writers}: {s['perSec']:.0f}/s, own sync {o['perSec']:.0f}/s, bare {r['perSec']:.0f}/s"
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- 3. latency vs size
+
+
+def bench_size(
+    scratch: Scratch, args: argparse.Namespace, files: dict[float, Path], log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+
+    small, large = min(files), max(files)
+    rows = []
+    for mode, n in (
+        (Durability.BUFFERED, args.buffered_appends // 2),
+        (Durability.FSYNC, args.fsync_appends // 2),
+    ):
+        msgs = _messages(n, 33)
+        per_size: dict[float, list[dict[str, float]]] = {small: [], large: []}
+        for _ in range(args.runs):
+            for size in (small, large):
+                copy = scratch.new_dir(f"size{size:g}") / files[size].name
+                shutil.copyfile(files[size], copy)
+                session = Session.open(copy, durability=mode)
+                if mode is Durability.FSYNC:
+                    os.sync()  # the copy itself must not be what the first fdatasync pays for
+                perf = time.perf_counter
+                samples = []
+                gc.collect()
+                t0 = perf()
+                for m in msgs:
+                    a = perf()
+                    session.append_message(m)
+                    samples.append(perf() - a)
+                wall = perf() - t0
+                session.close()
+                copy.unlink()
+                per_size[size].append(_summary(samples, wall))
+        row: dict[str, Any] = {"mode": mode.value, "smallMB": small, "largeMB": large}
+        row["small"] = _median_of_runs(per_size[small])
+        row["large"] = _median_of_runs(per_size[large])
+        rows.append(row)
+        small_p50, large_p50 = row["small"]["p50Us"], row["large"]["p50Us"]
+        log(f"  {mode.value}: p50 {small_p50:.0f} us @ {small:g} MB, {large_p50:.0f} us @ {large:g} MB")
+    return rows
+
+
+# --------------------------------------------------------------------------- 4. open, RSS
+
+# VmRSS is the current resident set (not a peak, so nothing is inherited from the parent);
+# VmHWM is the peak of this process's address space, which execve() starts afresh (unlike
+# ru_maxrss, see README). Baseline = after the imports and a gc.
+OPEN_CHILD = r"""
+import gc, json, sys, time
+def status():
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                out[k] = int(v.split()[0])
+    return out
+from sessiond.formats.pi import load_session
+from sessiond.store.session import Session
+method, path = sys.argv[1], sys.argv[2]
+gc.collect()
+base = status()
+t0 = time.perf_counter()
+if method == "session":
+    held = Session.open(path)
+    entries = held.entry_count
+else:
+    held = load_session(path)
+    entries = len(held.entries)
+t1 = time.perf_counter()
+gc.collect()
+after = status()
+print(json.dumps({"openMs": (t1 - t0) * 1e3, "entries": entries, "baseKB": base["VmRSS"],
+                  "rssKB": after["VmRSS"], "hwmKB": after["VmHWM"], "baseHwmKB": base["VmHWM"]}))
+"""
+
+
+def _open_child(method: str, path: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", OPEN_CHILD, method, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"open child ({method}) failed:\n{proc.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def bench_open(
+    args: argparse.Namespace, files: dict[float, Path], log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    rows = []
+    for size, path in sorted(files.items()):
+        path.read_bytes()  # warm the page cache: every method reads from memory
+        file_mb = path.stat().st_size / MB
+        row: dict[str, Any] = {"sizeMB": size, "fileMB": file_mb}
+        runs: dict[str, list[dict[str, Any]]] = {"session": [], "load": []}
+        for _ in range(args.runs):
+            for method in ("session", "load"):  # interleaved: drift hits both alike
+                runs[method].append(_open_child(method, path))
+        for method, rs in runs.items():
+            row[method] = {
+                "openMs": min(r["openMs"] for r in rs),
+                "rssMB": statistics.median((r["rssKB"] - r["baseKB"]) / 1024 for r in rs),
+                "peakMB": statistics.median((max(r["hwmKB"], r["baseKB"]) - r["baseKB"]) / 1024 for r in rs),
+                "entries": rs[0]["entries"],
+            }
+            row[method]["rssPerMB"] = row[method]["rssMB"] / file_mb
+            row[method]["peakPerMB"] = row[method]["peakMB"] / file_mb
+        rows.append(row)
+        s, ld = row["session"], row["load"]
+        log(
+            f"  open {size:g} MB: Session.open {s['openMs']:.0f} ms / {s['rssMB']:.1f} MB, "
+            f"load_session {ld['openMs']:.0f} ms / {ld['rssMB']:.1f} MB"
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- 5. context
+
+
+def bench_context(
+    scratch: Scratch, args: argparse.Namespace, path: Path, size: float, log: Callable[[str], None]
+) -> dict[str, Any]:
+
+    perf = time.perf_counter
+    cold, warm, full, contexts = [], [], [], 0
+    msgs = _messages(2 * args.context_appends, 44)
+    for run in range(args.runs):
+        copy = scratch.new_dir("context") / path.name
+        shutil.copyfile(path, copy)
+        session = Session.open(copy)
+        gc.collect()
+        a = perf()
+        ctx = session.context()
+        cold.append(perf() - a)
+        contexts = len(ctx.messages)
+        for i in range(args.context_appends):
+            session.append_message(msgs[(run + i) % len(msgs)])
+            a = perf()
+            session.context()
+            warm.append(perf() - a)
+        session.close()
+        copy.unlink()
+        gc.collect()
+        a = perf()
+        loaded = load_session(path)
+        tree = SessionTree(loaded.entries)
+        projection = project(tree.context_path())
+        full.append(perf() - a)
+        del loaded, tree
+        assert len(projection.messages) == contexts, "the full loader sees another context"
+    result = {
+        "sizeMB": size,
+        "contextMessages": contexts,
+        "afterAppendMs": statistics.median(warm) * 1e3,
+        "afterAppendP99Ms": _pct(warm, 0.99) * 1e3,
+        "coldMs": statistics.median(cold) * 1e3,
+        "fullLoadMs": statistics.median(full) * 1e3,
+    }
+    warm_ms, cold_ms = result["afterAppendMs"], result["coldMs"]
+    log(f"  context {size:g} MB: {warm_ms:.2f} ms after append, {cold_ms:.1f} ms cold")
+    return result
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _r(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "-"
+
+
+def print_report(res: dict[str, Any]) -> None:
+    p = print
+    p(f"\nsessiond journal benchmark - {res['runs']} run(s), median of runs; scratch on {res['disk']}")
+    p("\n1. append, one writer (same line bytes as the reference)")
+    p(
+        f"{'mode':<10}{'line B':>8}{'p50 us':>9}{'p99 us':>9}{'appends/s':>11}{'ref p50':>9}{'ref p99':>9}"
+        f"{'ref /s':>10}{'p50 x':>7}{'p99 x':>7}{'thru x':>8}"
+    )
+    for row in res["single"]:
+        s, r = row["session"], row["reference"]
+        p(
+            f"{row['mode']:<10}{row['lineBytes']:>8}{s['p50Us']:>9.1f}{s['p99Us']:>9.1f}{s['perSec']:>11.0f}"
+            f"{r['p50Us']:>9.1f}{r['p99Us']:>9.1f}{r['perSec']:>10.0f}{_r(s['p50Us'], r['p50Us']):>7}"
+            f"{_r(s['p99Us'], r['p99Us']):>7}{_r(s['perSec'], r['perSec']):>8}"
+        )
+    p("   ref = bare os.write (buffered) / os.write + os.fdatasync (fsync) loop; x = session / ref")
+
+    p("\n2. fsync, N writer threads on one session (group commit)")
+    p(f"{'':>7}{'--- session, fsync mode ---':>38}{'- own fdatasync -':>27}{'--- bare ---':>27}")
+    p(
+        f"{'writers':>7}{'p50 us':>9}{'p99 us':>9}{'appends/s':>11}{'per sync':>9}{'p50 us':>9}{'p99 us':>9}"
+        f"{'/s':>9}{'p50 us':>9}{'p99 us':>9}{'/s':>9}{'vs 1':>7}{'gain':>7}{'vs bare':>8}"
+    )
+    base = res["concurrent"][0]["session"]["perSec"] if res["concurrent"] else 0
+    for row in res["concurrent"]:
+        s, o, r = row["session"], row["ownSync"], row["reference"]
+        p(
+            f"{row['writers']:>7}{s['p50Us']:>9.0f}{s['p99Us']:>9.0f}{s['perSec']:>11.0f}{row['appendsPerSync']:>9.1f}"
+            f"{o['p50Us']:>9.0f}{o['p99Us']:>9.0f}{o['perSec']:>9.0f}"
+            f"{r['p50Us']:>9.0f}{r['p99Us']:>9.0f}{r['perSec']:>9.0f}{_r(s['perSec'], base):>7}"
+            f"{_r(s['perSec'], o['perSec']):>7}{_r(s['perSec'], r['perSec']):>8}"
+        )
+    p("   per sync = appends acknowledged per fdatasync (separate counting passes); vs 1 = appends/s against")
+    p("   one session writer; own fdatasync = the same session, buffered append + its own fdatasync per")
+    p("   append (no group commit); gain = session / own fdatasync; bare = N threads os.write +")
+    p("   os.fdatasync each on one shared fd (the kernel may batch concurrent syncs itself); vs bare =")
+    p("   session / bare")
+
+    p("\n3. append latency vs file size (must be flat)")
+    p(
+        f"{'mode':<10}{'small':>7}{'p50 us':>9}{'p99 us':>9}{'large':>7}{'p50 us':>9}{'p99 us':>9}"
+        f"{'p50 x':>7}{'p99 x':>7}"
+    )
+    for row in res["size"]:
+        s, lg = row["small"], row["large"]
+        p(
+            f"{row['mode']:<10}{row['smallMB']:>5g}MB{s['p50Us']:>9.1f}{s['p99Us']:>9.1f}{row['largeMB']:>5g}MB"
+            f"{lg['p50Us']:>9.1f}{lg['p99Us']:>9.1f}"
+            f"{_r(lg['p50Us'], s['p50Us']):>7}{_r(lg['p99Us'], s['p99Us']):>7}"
+        )
+    p("   x = large / small")
+
+    p("\n4. open (fresh process each; RSS = VmRSS after open - after imports; per MB of file)")
+    p(
+        f"{'size':>6}{'entries':>9}{'open ms':>9}{'RSS MB':>8}{'RSS/MB':>8}{'peak/MB':>8}"
+        f"{'load ms':>9}{'RSS MB':>8}{'RSS/MB':>8}{'peak/MB':>8}{'time x':>8}{'RSS x':>7}"
+    )
+    for row in res["open"]:
+        s, ld = row["session"], row["load"]
+        p(
+            f"{row['sizeMB']:>4g}MB{s['entries']:>9}{s['openMs']:>9.0f}{s['rssMB']:>8.1f}{s['rssPerMB']:>8.2f}"
+            f"{s['peakPerMB']:>8.2f}{ld['openMs']:>9.0f}{ld['rssMB']:>8.1f}{ld['rssPerMB']:>8.2f}{ld['peakPerMB']:>8.2f}"
+            f"{_r(s['openMs'], ld['openMs']):>8}{_r(s['rssMB'], ld['rssMB']):>7}"
+        )
+    p("   left: Session.open (light index); right: load_session (every entry held);")
+    p("   x = Session.open / load_session")
+    big = res["open"][-1]["session"] if res["open"] else None
+    if big is not None:
+        verdict = "MET" if big["rssPerMB"] < 0.5 else "NOT MET"
+        p(
+            f"   goal: memory after open well under the file size (< 0.5 MB/MB) on the largest: "
+            f"{big['rssPerMB']:.2f} MB/MB {verdict}"
+        )
+
+    c = res["context"]
+    p(f"\n5. context() on the {c['sizeMB']:g} MB session ({c['contextMessages']} context messages)")
+    p(f"{'after one append':<34}{c['afterAppendMs']:>9.2f} ms   (p99 {c['afterAppendP99Ms']:.2f} ms)")
+    p(
+        f"{'first context() after open (cold)':<34}{c['coldMs']:>9.2f} ms   "
+        f"after-append / cold = {_r(c['afterAppendMs'], c['coldMs'])}"
+    )
+    p(
+        f"{'load_session + tree + projection':<34}{c['fullLoadMs']:>9.2f} ms   "
+        f"after-append / full = {_r(c['afterAppendMs'], c['fullLoadMs'])}"
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--quick", action="store_true", help="1 and 10 MB sessions, fewer appends, 1 run")
+    ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument(
+        "--out", type=Path, default=OUT_DIR, help="cache of generated sessions (default benchmarks/out)"
+    )
+    args = ap.parse_args(argv)
+    if args.runs is None:
+        args.runs = 1 if args.quick else 3
+    args.runs = max(1, args.runs)
+    sizes = [1.0, 10.0] if args.quick else [1.0, 10.0, 50.0]
+    args.buffered_appends = 1000 if args.quick else 10_000
+    args.fsync_appends = 200 if args.quick else 2000
+    args.concurrent_appends = 320 if args.quick else 3200
+    args.context_appends = 10 if args.quick else 30
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    bench_inspect = _load_inspect()
+    files = {s: bench_inspect.ensure_session(args.out, s, GENERATOR_SEED, log)[0] for s in sizes}
+    scratch = Scratch(args.out / "journal-tmp")
+    t0 = time.perf_counter()
+    try:
+        disk = subprocess.run(
+            ["df", "--output=source,fstype", str(scratch.root)], capture_output=True, text=True, check=False
+        ).stdout.split("\n")[1:2]
+        res: dict[str, Any] = {
+            "runs": args.runs,
+            "quick": args.quick,
+            "disk": " ".join(" ".join(disk).split()),
+        }
+        log("1. append, one writer")
+        res["single"] = bench_single(scratch, args, log)
+        log("2. fsync, concurrent writers")
+        res["concurrent"] = bench_concurrent(scratch, args, log)
+        log("3. append vs file size")
+        res["size"] = bench_size(
+            scratch, args, {min(sizes): files[min(sizes)], max(sizes): files[max(sizes)]}, log
+        )
+        log("4. open")
+        res["open"] = bench_open(args, files, log)
+        log("5. context")
+        res["context"] = bench_context(scratch, args, files[max(sizes)], max(sizes), log)
+    finally:
+        scratch.cleanup()
+    res["totalSeconds"] = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(res, indent=1))
+    else:
+        print_report(res)
+        print(f"\n(total {res['totalSeconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -27,6 +27,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.append(_HERE)  # last: the stdlib's inspect wins, our sibling modules are still found
 
 import argparse  # noqa: E402
 import datetime as _dt  # noqa: E402
@@ -40,9 +41,10 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from pi_oracle import find_oracle  # noqa: E402
+
 REPO = Path(_HERE).parent
 OUT_DIR = Path(_HERE) / "out"
-PI_PKG_REL = Path("node_modules/@earendil-works/pi-coding-agent")
 MIB = 1 << 20
 GEN_VERSION = 1
 """Bump when the generator changes: cached files are named with it."""
@@ -792,25 +794,6 @@ def run_child(cmd: list[str], *, capture: bool = True) -> dict[str, Any]:
     result["wallMs"] = launched["wallMs"]
     result["waitMaxRssKB"] = launched["waitMaxRssKB"]
     return result
-
-
-def find_oracle(explicit: str | None) -> tuple[Path | None, str]:
-    """(Pi package dir, note). Order: --oracle, $PI_ORACLE_DIR, <repo>/.cache/pi-oracle, /tmp/pi-oracle."""
-    if explicit:
-        candidates = [Path(explicit)]
-    else:
-        candidates = [Path(p) for p in (os.environ.get("PI_ORACLE_DIR"),) if p]
-        candidates += [REPO / ".cache" / "pi-oracle", Path("/tmp/pi-oracle")]
-    for c in candidates:
-        pkg = c / PI_PKG_REL
-        if (pkg / "dist/core/session-manager.js").is_file():
-            try:
-                version = json.loads((pkg / "package.json").read_text())["version"]
-            except (OSError, ValueError, KeyError):
-                version = "?"
-            return pkg, f"Pi {version} from {c}"
-    tried = ", ".join(str(c) for c in candidates)
-    return None, f"no pi-oracle found (tried {tried}); run scripts/setup-oracle or pass --oracle DIR"
 
 
 def find_cli() -> str | None:

@@ -40,10 +40,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pi_oracle import find_oracle
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OUT_DIR = HERE / "out"
-PI_PKG_REL = Path("node_modules/@earendil-works/pi-coding-agent")
 GEN_VERSION = 1
 """Bump when the generator changes: the store directory is named with it."""
 APPENDS = 10
@@ -367,25 +368,6 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["wallMs"] = wall
     return result
-
-
-def find_oracle(explicit: str | None) -> tuple[Path | None, str]:
-    """(Pi package dir, note). Order: --oracle, $PI_ORACLE_DIR, <repo>/.cache/pi-oracle, /tmp/pi-oracle."""
-    if explicit:
-        candidates = [Path(explicit)]
-    else:
-        candidates = [Path(p) for p in (os.environ.get("PI_ORACLE_DIR"),) if p]
-        candidates += [REPO / ".cache" / "pi-oracle", Path("/tmp/pi-oracle")]
-    for c in candidates:
-        pkg = c / PI_PKG_REL
-        if (pkg / "dist/core/session-manager.js").is_file():
-            try:
-                version = json.loads((pkg / "package.json").read_text())["version"]
-            except (OSError, ValueError, KeyError):
-                version = "?"
-            return pkg, f"Pi {version} from {c}"
-    tried = ", ".join(str(c) for c in candidates)
-    return None, f"no pi-oracle found (tried {tried}); run scripts/setup-oracle or pass --oracle DIR"
 
 
 ROWS = (

@@ -490,8 +490,7 @@ class Session:
             target = self._index.tree.get(target_id)
             if target is None:
                 raise EntryNotFoundError(target_id)
-            if not any(key(get(e, "id")) == key(target_id) for e in self._index.tree.branch()):
-                raise EntryNotOnBranchError(target_id)
+            self._require_on_branch(target_id)
             ttype = get(target, "type")
             role = get(get(target, "message"), "role") if ttype == E.MESSAGE else "custom"
             editable = ttype == E.CUSTOM_MESSAGE or (
@@ -537,8 +536,7 @@ class Session:
             if first_kept_entry_id is not None:
                 if first_kept_entry_id not in self._index.tree:
                     raise EntryNotFoundError(first_kept_entry_id)
-                if not any(key(get(e, "id")) == key(first_kept_entry_id) for e in self._index.tree.branch()):
-                    raise EntryNotOnBranchError(first_kept_entry_id)
+                self._require_on_branch(first_kept_entry_id)
             timestamp = iso_now()
             system = current_system_message(self.context().messages)
             snapshot: Any = UNDEFINED
@@ -592,6 +590,11 @@ class Session:
         return self._settle(written)
 
     # ------------------------------------------------------------------ the write path
+
+    def _require_on_branch(self, entry_id: Any) -> None:
+        wanted = key(entry_id)
+        if not any(key(get(e, "id")) == wanted for e in self._current_branch()):
+            raise EntryNotOnBranchError(entry_id)
 
     def _new_id(self) -> str:
         tree = self._index.tree

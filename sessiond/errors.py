@@ -123,3 +123,16 @@ class SessionChangedError(SessiondError):
         )
         self.path = path
         self.reason = reason
+
+
+class LeafMismatchError(SessiondError):
+    """A compare-and-append found another leaf than the one the client expected."""
+
+    def __init__(self, expected: Any, current: Any) -> None:
+        super().__init__(
+            f"Expected the leaf to be {expected}, but it is {current}",
+            expectedLeafId=expected,
+            currentLeafId=current,
+        )
+        self.expected = expected
+        self.current = current

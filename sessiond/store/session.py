@@ -27,16 +27,16 @@ from typing import Any, Final, Literal
 from ..compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction, prepare_compaction
 from ..errors import (
     EntryNotFoundError,
-    EntryNotOnBranchError,
     InvalidArgumentError,
-    NotEditableError,
+    LeafMismatchError,
+    SessiondError,
     SessionExistsError,
     SessionNotSavedError,
 )
 from ..formats.pi import LoadDiagnostics, encode_line, header_version, load_session, paused_gc, scan_lines
 from ..model import entries as E
 from ..model.entries import Entry
-from ..model.js import UNDEFINED, date_ms, get, iso_now, key, nullish, trim, truthy
+from ..model.js import UNDEFINED, get, iso_now, key, nullish, trim, truthy
 from ..model.messages import current_system_message
 from ..model.projection import (
     ContextSettings,
@@ -52,16 +52,16 @@ from .ids import short_id, uuid7
 from .index import DEFAULT_CACHE_BYTES, SessionIndex
 from .journal import Durability, Journal
 from .layout import resolve_cwd, session_file_name, validate_session_id
+from .specs import StageView
+from .specs import build as build_entry
 
 LEAF_MARKER: Final = "sessiond.leaf"
 """``customType`` of the entry that persists a leaf move (its ``parentId`` is the new leaf)."""
 
-APPENDABLE_ROLES: Final = frozenset({"system", "user", "assistant", "toolResult", "bashExecution", "custom"})
-
 
 @dataclass(frozen=True, slots=True)
 class _Written:
-    entry_id: str
+    entry_ids: list[str]
     journal: Journal | None
     """Set when the acknowledgement must wait for the line to reach the disk."""
     end: int | None
@@ -365,46 +365,60 @@ class Session:
             old = self._index.tree.leaf_id
             if key(old) == key(entry_id):
                 return None
-            if entry_id is None:
-                self._index.tree.reset_leaf()
-            else:
-                self._index.tree.set_leaf(entry_id)
-            entry = E.new_custom(
-                self._new_id(), entry_id, iso_now(), LEAF_MARKER, {"from": None if nullish(old) else old}
-            )
-            try:
-                written = self._append_locked(entry, durability)
-            except BaseException:
-                self._index.tree.leaf_id = old
-                raise
-        return self._settle(written)
+            marker = {
+                "type": E.CUSTOM,
+                "customType": LEAF_MARKER,
+                "data": {"from": None if nullish(old) else old},
+            }
+            written = self._stage_and_write([marker], entry_id, durability)
+        return self._settle(written)[0]
 
     # ------------------------------------------------------------------ appends
 
+    def append_entries(
+        self,
+        specs: list[Any],
+        *,
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: Durability | None = None,
+    ) -> list[str]:
+        """Append a batch of entries (specs: entries without id/parentId/timestamp).
+
+        The first entry hangs below ``parent_id`` (default: the leaf; ``None``: a new root),
+        each next one below the previous; the leaf ends on the last. With ``expect_leaf_id``
+        the batch is only appended if the leaf is still that entry (compare-and-append, for
+        several writers sharing a session). Every spec is validated before anything is
+        written, and the batch is written with one ``write()``: all of it or nothing.
+        """
+        if type(specs) is not list or not specs:
+            raise InvalidArgumentError("entries must be a non-empty array", field="entries")
+        with self._lock:
+            current = self._leaf_for_append()
+            if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
+                raise LeafMismatchError(expect_leaf_id, current)
+            if parent_id is UNDEFINED:
+                parent = current
+            elif parent_id is None or parent_id in self._index.tree:
+                parent = parent_id
+            else:
+                raise EntryNotFoundError(parent_id)
+            written = self._stage_and_write(specs, parent, durability)
+        return self._settle(written)
+
+    def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
+        return self.append_entries([spec], durability=durability)[0]
+
     def append_message(self, message: Any, *, durability: Durability | None = None) -> str:
-        if type(message) is not dict:
-            raise InvalidArgumentError("message must be an object", field="message")
-        role = message.get("role")
-        if role not in APPENDABLE_ROLES:
-            allowed = ", ".join(sorted(APPENDABLE_ROLES))
-            hint = (
-                " (summaries are appended as compaction / branch_summary entries)"
-                if role in ("branchSummary", "compactionSummary")
-                else ""
-            )
-            raise InvalidArgumentError(f"message.role must be one of {allowed}{hint}", field="message.role")
-        return self._append(lambda eid, parent, ts: E.new_message(eid, parent, ts, message), durability)
+        return self._one({"type": E.MESSAGE, "message": message}, durability)
 
     def append_thinking_level_change(self, level: str, *, durability: Durability | None = None) -> str:
-        _require_str(level, "thinkingLevel")
-        return self._append(lambda eid, p, ts: E.new_thinking_level_change(eid, p, ts, level), durability)
+        return self._one({"type": E.THINKING_LEVEL_CHANGE, "thinkingLevel": level}, durability)
 
     def append_model_change(
         self, provider: str, model_id: str, *, durability: Durability | None = None
     ) -> str:
-        _require_str(provider, "provider")
-        _require_str(model_id, "modelId")
-        return self._append(lambda eid, p, ts: E.new_model_change(eid, p, ts, provider, model_id), durability)
+        return self._one({"type": E.MODEL_CHANGE, "provider": provider, "modelId": model_id}, durability)
 
     def append_usage(
         self,
@@ -416,20 +430,20 @@ class Session:
         *,
         durability: Durability | None = None,
     ) -> str:
-        _require_str(kind, "kind")
-        _require_str(provider, "provider")
-        _require_str(model, "model")
-        if type(usage) is not dict:
-            raise InvalidArgumentError("usage must be an object", field="usage")
-        return self._append(
-            lambda eid, p, ts: E.new_usage(eid, p, ts, kind, provider, model, usage, note), durability
-        )
+        spec = {
+            "type": E.USAGE,
+            "kind": kind,
+            "provider": provider,
+            "model": model,
+            "usage": usage,
+            "note": note,
+        }
+        return self._one(_defined(spec), durability)
 
     def append_custom(
         self, custom_type: str, data: Any = UNDEFINED, *, durability: Durability | None = None
     ) -> str:
-        _require_str(custom_type, "customType")
-        return self._append(lambda eid, p, ts: E.new_custom(eid, p, ts, custom_type, data), durability)
+        return self._one(_defined({"type": E.CUSTOM, "customType": custom_type, "data": data}), durability)
 
     def append_custom_message(
         self,
@@ -440,76 +454,32 @@ class Session:
         *,
         durability: Durability | None = None,
     ) -> str:
-        _require_str(custom_type, "customType")
-        if type(content) is not str and type(content) is not list:
-            raise InvalidArgumentError(
-                "content must be a string or an array of content blocks", field="content"
-            )
-        if type(display) is not bool:
-            raise InvalidArgumentError("display must be a boolean", field="display")
-        return self._append(
-            lambda eid, p, ts: E.new_custom_message(eid, p, ts, custom_type, content, display, details),
-            durability,
-        )
+        spec = {
+            "type": E.CUSTOM_MESSAGE,
+            "customType": custom_type,
+            "content": content,
+            "display": display,
+            "details": details,
+        }
+        return self._one(_defined(spec), durability)
 
     def append_label(
         self, target_id: Any, label: Any = UNDEFINED, *, durability: Durability | None = None
     ) -> str:
         """Set (or, with no/empty label, clear) the label of any entry."""
-        if label is not UNDEFINED and label is not None and type(label) is not str:
-            raise InvalidArgumentError("label must be a string (empty or absent clears it)", field="label")
-        with self._lock:
-            if target_id not in self._index.tree:
-                raise EntryNotFoundError(target_id)
-            value = UNDEFINED if label is None else label
-            written = self._append_locked(
-                E.new_label(self._new_id(), self._leaf_for_append(), iso_now(), target_id, value), durability
-            )
-        return self._settle(written)
+        return self._one(_defined({"type": E.LABEL, "targetId": target_id, "label": label}), durability)
 
     def set_name(self, name: str, *, durability: Durability | None = None) -> str:
         """Pi's ``appendSessionInfo``: newlines become spaces, the name is trimmed, empty clears."""
-        if type(name) is not str:
-            raise InvalidArgumentError("name must be a string", field="name")
-        clean = trim(" ".join(_split_newlines(name)))
-        return self._append(lambda eid, p, ts: E.new_session_info(eid, p, ts, clean), durability)
+        return self._one({"type": E.SESSION_INFO, "name": name}, durability)
 
     def append_context_edit(
         self, target_id: Any, replacement: Any, *, durability: Durability | None = None
     ) -> str:
         """Pi's ``appendContextEdit``: replace (or with ``None`` hide) what an entry contributes."""
-        if replacement is not None and (
-            type(replacement) is not dict
-            or "content" not in replacement
-            or (type(replacement["content"]) is not str and type(replacement["content"]) is not list)
-        ):
-            raise InvalidArgumentError(
-                "Context edit replacement must be null or contain string/array content", field="replacement"
-            )
-        with self._lock:
-            target = self._index.tree.get(target_id)
-            if target is None:
-                raise EntryNotFoundError(target_id)
-            self._require_on_branch(target_id)
-            ttype = get(target, "type")
-            role = get(get(target, "message"), "role") if ttype == E.MESSAGE else "custom"
-            editable = ttype == E.CUSTOM_MESSAGE or (
-                ttype == E.MESSAGE and role in ("user", "assistant", "toolResult")
-            )
-            if not editable:
-                raise NotEditableError(target_id)
-            normalized = replacement
-            if (
-                replacement is not None
-                and role in ("assistant", "toolResult")
-                and type(replacement["content"]) is str
-            ):
-                normalized = {"content": [{"type": "text", "text": replacement["content"]}]}
-            entry = E.new_context_edit(
-                self._new_id(), self._leaf_for_append(), iso_now(), target_id, normalized
-            )
-            written = self._append_locked(entry, durability)
-        return self._settle(written)
+        return self._one(
+            {"type": E.CONTEXT_EDIT, "targetId": target_id, "replacement": replacement}, durability
+        )
 
     def append_compaction(
         self,
@@ -529,34 +499,16 @@ class Session:
         on the current branch: a checkpoint that keeps an entry of another branch would
         silently keep nothing.
         """
-        _require_str(summary, "summary")
-        if type(tokens_before) not in (int, float) or type(tokens_before) is bool or tokens_before < 0:
-            raise InvalidArgumentError("tokensBefore must be a non-negative number", field="tokensBefore")
-        with self._lock:
-            if first_kept_entry_id is not None:
-                if first_kept_entry_id not in self._index.tree:
-                    raise EntryNotFoundError(first_kept_entry_id)
-                self._require_on_branch(first_kept_entry_id)
-            timestamp = iso_now()
-            system = current_system_message(self.context().messages)
-            snapshot: Any = UNDEFINED
-            if system is not None:
-                snapshot = dict(system)
-                snapshot["timestamp"] = int(date_ms(timestamp))
-            entry = E.new_compaction(
-                self._new_id(),
-                self._leaf_for_append(),
-                timestamp,
-                summary,
-                first_kept_entry_id,
-                tokens_before,
-                details,
-                usage,
-                from_hook,
-                snapshot,
-            )
-            written = self._append_locked(entry, durability)
-        return self._settle(written)
+        spec = {
+            "type": E.COMPACTION,
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens_before,
+            "details": details,
+            "usage": usage,
+            "fromHook": from_hook,
+        }
+        return self._one(_defined(spec), durability)
 
     def branch_with_summary(
         self,
@@ -569,102 +521,125 @@ class Session:
         durability: Durability | None = None,
     ) -> str:
         """Pi's ``branchWithSummary``: move the leaf and record what the old branch did."""
-        _require_str(summary, "summary", allow_empty=True)
-        with self._lock:
-            if branch_from_id is not None and branch_from_id not in self._index.tree:
-                raise EntryNotFoundError(branch_from_id)
-            old = self._index.tree.leaf_id
-            from_id = "root" if nullish(old) else old
-            entry = E.new_branch_summary(
-                self._new_id(), branch_from_id, iso_now(), from_id, summary, details, usage, from_hook
-            )
-            if branch_from_id is None:
-                self._index.tree.reset_leaf()
-            else:
-                self._index.tree.set_leaf(branch_from_id)
-            try:
-                written = self._append_locked(entry, durability)
-            except BaseException:
-                self._index.tree.leaf_id = old
-                raise
-        return self._settle(written)
+        spec = {
+            "type": E.BRANCH_SUMMARY,
+            "summary": summary,
+            "details": details,
+            "usage": usage,
+            "fromHook": from_hook,
+        }
+        return self.append_entries([_defined(spec)], parent_id=branch_from_id, durability=durability)[0]
 
     # ------------------------------------------------------------------ the write path
 
-    def _require_on_branch(self, entry_id: Any) -> None:
-        wanted = key(entry_id)
-        if not any(key(get(e, "id")) == wanted for e in self._current_branch()):
-            raise EntryNotOnBranchError(entry_id)
-
-    def _new_id(self) -> str:
+    def _new_id(self, staged: dict[Hashable, Any] | None = None) -> str:
         tree = self._index.tree
-        return short_id(lambda candidate: candidate in tree)
+        if not staged:
+            return short_id(lambda candidate: candidate in tree)
+        return short_id(lambda candidate: candidate in tree or candidate in staged)
 
     def _leaf_for_append(self) -> Any:
         leaf = self._index.tree.leaf_id
         return None if leaf is UNDEFINED else leaf
 
-    def _append(self, build: Any, durability: Durability | None) -> str:
-        with self._lock:
-            entry = build(self._new_id(), self._leaf_for_append(), iso_now())
-            written = self._append_locked(entry, durability)
-        return self._settle(written)
+    def _stage_and_write(self, specs: list[Any], parent: Any, durability: Durability | None) -> _Written:
+        """Validate and build every spec, then write them all (caller holds the lock)."""
+        tree = self._index.tree
+        if parent is None:
+            light_path: list[Any] = []
+        elif key(parent) == key(tree.leaf_id) and truthy(parent):
+            light_path = list(self._light_context().path)
+        else:
+            light_path = tree.branch(parent)
+        on_path = {key(get(e, "id")) for e in light_path}
+        staged: dict[Hashable, Entry] = {}
+        entries: list[Entry] = []
+        leaf_before = self._leaf_for_append()
 
-    def _append_locked(self, entry: Entry, durability: Durability | None) -> _Written:
-        """Write and index one entry (caller holds the lock); the fsync wait comes after."""
+        def system_snapshot() -> Any:
+            ctx = context_entries([*light_path, *entries])
+            full = [e if key(get(e, "id")) in staged else self._index.full(e) for e in ctx]
+            return current_system_message(project_entries(full, context_settings(ctx)).messages)
+
+        for index, spec in enumerate(specs):
+            view = StageView(
+                exists=lambda i: i in tree or key(i) in staged,
+                on_branch=lambda i: key(i) in on_path,
+                lookup=lambda i: staged.get(key(i)) or tree.get(i),
+                leaf=leaf_before,
+                system_snapshot=system_snapshot,
+            )
+            try:
+                entry = build_entry(spec, self._new_id(staged), parent, iso_now(), view)
+            except SessiondError as exc:
+                if len(specs) > 1:
+                    exc.data["index"] = index  # which entry of the batch was refused
+                raise
+            entries.append(entry)
+            eid = entry["id"]
+            staged[key(eid)] = entry
+            on_path.add(key(eid))
+            parent = leaf_before = eid
+        return self._write_locked(entries, durability)
+
+    def _write_locked(self, entries: list[Entry], durability: Durability | None) -> _Written:
+        """Write built entries with one ``write()`` and index them (caller holds the lock)."""
         mode = durability or self.durability
-        line = encode_line(entry)
-        entry_id = str(entry["id"])
+        lines = [encode_line(e) for e in entries]
+        ids = [str(e["id"]) for e in entries]
         self._projection = None
         if self._journal is None:
             self._light_ctx = None
-            if not self._has_conversation(entry):
-                self._index.add(entry, -1, len(line))
-                return _Written(entry_id, None, None)
-            self._flush_first(entry, line, mode)  # an fsync-mode create is durable on return
-            return _Written(entry_id, None, None)
-        start, end = self._journal.append(line)
-        is_new_id = entry["id"] not in self._index.tree
-        light = self._index.add(entry, start, len(line), keep=True)
-        self._extend_light_context(entry.get("parentId"), light, is_new_id)
+            if not any(self._is_conversation(e) for e in entries) and not self._has_conversation():
+                for entry, line in zip(entries, lines, strict=True):
+                    self._index.add(entry, -1, len(line))
+                return _Written(ids, None, None)
+            self._flush_first(entries, lines, mode)  # an fsync-mode create is durable on return
+            return _Written(ids, None, None)
+        start, end = self._journal.append(b"".join(lines))
+        offset = start
+        for entry, line in zip(entries, lines, strict=True):
+            is_new_id = entry["id"] not in self._index.tree
+            light = self._index.add(entry, offset, len(line), keep=True)
+            self._extend_light_context(entry.get("parentId"), light, is_new_id)
+            offset += len(line)
         self._scan_end = end
-        return _Written(entry_id, self._journal if mode is Durability.FSYNC else None, end)
+        return _Written(ids, self._journal if mode is Durability.FSYNC else None, end)
 
     @staticmethod
-    def _settle(written: _Written) -> str:
-        """Acknowledge: in ``fsync`` mode, once the shared ``fdatasync`` covers the line.
+    def _settle(written: _Written) -> list[str]:
+        """Acknowledge: in ``fsync`` mode, once the shared ``fdatasync`` covers the lines.
 
         Runs without the session lock, so appends that wait here at the same time share one
         flush (group commit) instead of queueing behind each other.
         """
         if written.journal is not None and written.end is not None:
             written.journal.sync(written.end)
-        return written.entry_id
+        return written.entry_ids
 
-    def _has_conversation(self, new_entry: Entry) -> bool:
-        def is_conversation(e: Any) -> bool:
-            return get(e, "type") == E.MESSAGE and get(get(e, "message"), "role") in ("user", "assistant")
+    @staticmethod
+    def _is_conversation(e: Any) -> bool:
+        return get(e, "type") == E.MESSAGE and get(get(e, "message"), "role") in ("user", "assistant")
 
-        if is_conversation(new_entry):
-            return True
-        return any(is_conversation(e) for e in self._index.tree.entries)
+    def _has_conversation(self) -> bool:
+        return any(self._is_conversation(e) for e in self._index.tree.entries)
 
-    def _flush_first(self, entry: Entry, line: bytes, mode: Durability) -> None:
-        """Pi's first flush: create the file exclusively with the header and everything held."""
+    def _flush_first(self, entries: list[Entry], lines: list[bytes], mode: Durability) -> None:
+        """Pi's first flush: create the file with the header, everything held, and the new lines."""
         index = self._index
-        lines = [encode_line(index.header)]
-        held = list(range(len(index)))
-        lines.extend(encode_line(index.full_at(pos)) for pos in held)
-        lines.append(line)
+        head = [encode_line(index.header)]
+        held = [encode_line(index.full_at(pos)) for pos in range(len(index))]
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        journal = Journal.create(self.path, b"".join(lines), mode)
-        offset = len(lines[0])
+        journal = Journal.create(self.path, b"".join(head + held + lines), mode)
+        offset = len(head[0])
         written: list[tuple[int, int]] = []
-        for raw in lines[1:-1]:
+        for raw in held:
             written.append((offset, len(raw)))
             offset += len(raw)
         index.mark_written(0, written)
-        index.add(entry, offset, len(line), keep=True)
+        for entry, line in zip(entries, lines, strict=True):
+            index.add(entry, offset, len(line), keep=True)
+            offset += len(line)
         index.read_body = journal.pread
         self._journal = journal
         self._scan_end = journal.size
@@ -852,24 +827,9 @@ class Session:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _require_str(value: Any, name: str, *, allow_empty: bool = False) -> None:
-    if type(value) is not str or (not allow_empty and not value):
-        raise InvalidArgumentError(f"{name} must be a non-empty string", field=name)
-
-
-def _split_newlines(text: str) -> list[str]:
-    """``text.split(/[\\r\\n]+/)``."""
-    parts: list[str] = []
-    current: list[str] = []
-    for ch in text:
-        if ch in "\r\n":
-            if current or not parts:
-                parts.append("".join(current))
-                current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current))
-    return parts
+def _defined(spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec without the optional fields left ``UNDEFINED``."""
+    return {k: v for k, v in spec.items() if v is not UNDEFINED}
 
 
 def _needs_migration(header: dict[str, Any]) -> bool:

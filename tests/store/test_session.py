@@ -17,6 +17,7 @@ from sessiond.errors import (
     EntryNotOnBranchError,
     InvalidArgumentError,
     InvalidSessionIdError,
+    LeafMismatchError,
     NotEditableError,
     SessionChangedError,
     SessionNotSavedError,
@@ -472,3 +473,93 @@ def test_incremental_context_equals_a_fresh_build_after_every_operation(tmp_path
     reopened = Session.open(s.path)
     reopened.set_leaf(s.leaf_id)
     assert reopened.context().messages == s.context().messages
+
+
+def test_batch_append_chains_entries_and_writes_them_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    writes = 0
+    real = journal_module.os.write
+
+    def counting(fd: int, data: Any) -> int:
+        nonlocal writes
+        writes += 1
+        return real(fd, data)
+
+    monkeypatch.setattr(journal_module.os, "write", counting)
+    ids = s.append_entries(
+        [
+            {"type": "message", "message": assistant("", calls=[("read", {"path": "a"})])},
+            {"type": "message", "message": tool_result("contents")},
+            {"type": "message", "message": assistant("done")},
+        ]
+    )
+    assert writes == 1
+    written = lines(s.path)[-3:]
+    assert [e["id"] for e in written] == ids
+    assert written[1]["parentId"] == ids[0] and written[2]["parentId"] == ids[1]
+    assert s.leaf_id == ids[2]
+
+
+def test_batch_validation_failure_writes_nothing_and_names_the_entry(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    before = s.path.read_bytes()
+    with pytest.raises(InvalidArgumentError) as exc:
+        s.append_entries(
+            [{"type": "message", "message": user("ok")}, {"type": "model_change", "provider": "p"}]
+        )
+    assert exc.value.data["index"] == 1 and exc.value.field == "modelId"
+    assert s.path.read_bytes() == before and s.entry_count == 1
+
+
+def test_batch_entries_can_refer_to_earlier_ones_of_the_batch(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_message(user("u"))
+    bad = s.append_message(assistant("", stop="error", error="overloaded"))
+    ids = s.append_entries(
+        [
+            {"type": "context_edit", "targetId": bad, "replacement": None},
+            {"type": "message", "message": user("again")},
+        ]
+    )
+    label = s.append_entries([{"type": "label", "targetId": ids[1], "label": "retry"}])
+    assert s.label(ids[1]) == "retry" and label
+    assert [m["role"] for m in s.context().messages] == ["user", "user"]
+
+
+def test_expect_leaf_and_explicit_parent(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    u = s.append_message(user("u"))
+    a = s.append_message(assistant("a"))
+    with pytest.raises(LeafMismatchError) as exc:
+        s.append_entries([{"type": "message", "message": user("x")}], expect_leaf_id=u)
+    assert exc.value.data == {"expectedLeafId": u, "currentLeafId": a}
+    ids = s.append_entries([{"type": "message", "message": assistant("alt")}], parent_id=u, expect_leaf_id=a)
+    assert lines(s.path)[-1]["parentId"] == u and s.leaf_id == ids[0]
+    root = s.append_entries([{"type": "message", "message": user("new root")}], parent_id=None)
+    assert lines(s.path)[-1]["parentId"] is None and s.branch_ids() == root
+    with pytest.raises(EntryNotFoundError):
+        s.append_entries([{"type": "message", "message": user("x")}], parent_id="nope")
+    with pytest.raises(InvalidArgumentError):
+        s.append_entries([])
+
+
+def test_batch_on_an_unsaved_session_flushes_with_everything(tmp_path: Path) -> None:
+    s = new(tmp_path)
+    s.append_model_change("p", "m")
+    ids = s.append_entries(
+        [
+            {"type": "thinking_level_change", "thinkingLevel": "low"},
+            {"type": "message", "message": user("first")},
+        ]
+    )
+    assert [e["type"] for e in lines(s.path)] == [
+        "session",
+        "model_change",
+        "thinking_level_change",
+        "message",
+    ]
+    assert lines(s.path)[-1]["id"] == ids[1]

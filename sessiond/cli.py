@@ -1,7 +1,8 @@
 """The ``sessiond`` command.
 
 Exit codes: 0 success; 1 an unexpected internal error (a bug: please report it); 2 bad input
-(a file that is not a session, an unknown entry id, a bad option).
+(a file that is not a session, an unknown entry id, a bad option or configuration); 3 a daemon
+already runs for the store (``serve``); 4 no daemon could be reached or started (``connect``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -19,6 +21,8 @@ from .model.js_json import stringify
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+EXIT_RUNNING = 3
+EXIT_UNAVAILABLE = 4
 
 
 def _leaf(value: str) -> str:
@@ -76,7 +80,82 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--jsonl", action="store_true", help="one compact JSON object per line")
     p.set_defaults(handler=_cmd_inspect)
+
+    p = sub.add_parser(
+        "serve",
+        help="run the daemon (Unix socket; --tcp for loopback TCP with a token; --stdio for one client)",
+        description=(
+            "Run sessiond for a store: the one writer of its sessions, serving JSON-RPC (LSP Content-Length "
+            "or newline-delimited JSON) to any number of clients. One daemon per store."
+        ),
+    )
+    _store_options(p)
+    p.add_argument(
+        "--tcp", metavar="HOST:PORT", help="also listen on loopback TCP (clients need the token file)"
+    )
+    p.add_argument(
+        "--stdio", action="store_true", help="serve one client on stdin/stdout instead of the socket"
+    )
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(handler=_cmd_serve)
+
+    p = sub.add_parser(
+        "connect",
+        help="bridge stdio to the daemon's socket (what an editor spawns); starts the daemon if needed",
+    )
+    _store_options(p)
+    p.set_defaults(handler=_cmd_connect)
     return parser
+
+
+def _store_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store", metavar="DIR", help="store root (default: $SESSIOND_HOME or ~/.local/share/sessiond)"
+    )
+    p.add_argument(
+        "--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock)"
+    )
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from .service.config import load_config  # noqa: PLC0415 (the daemon's imports stay out of inspect)
+
+    return load_config(
+        root=Path(args.store).expanduser() if args.store else None,
+        socket=Path(args.socket).expanduser() if args.socket else None,
+    )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
+    from .rpc.server import serve  # noqa: PLC0415
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    try:
+        config = _config(args)
+        serve(config, tcp=args.tcp, stdio=args.stdio)
+    except SessiondError as exc:
+        print(f"sessiond serve: {exc.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING
+    return EXIT_OK
+
+
+def _cmd_connect(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415
+
+    from .rpc.bridge import bridge  # noqa: PLC0415
+
+    try:
+        return asyncio.run(bridge(_config(args)))
+    except SessiondError as exc:
+        print(f"sessiond connect: {exc.message}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from ..model import entries as E
 from ..model.js import UNDEFINED, key
 from ..model.js_json import parse
 from ..model.messages import entry_messages
+from ..model.preview import entry_preview
 from ..model.tokens import PI, assistant_usage, calculate_context_tokens
 from ..model.tree import SessionTree
 
@@ -130,6 +131,8 @@ class SessionIndex:
         """Pi's token estimate of what each entry contributes on its own (before edits)."""
         self.usage = array("q")
         """Context tokens of a valid assistant usage on the line, ``-1`` when none."""
+        self.previews: list[str] = []
+        """A one-line preview per line (for tree views without reading bodies)."""
         self._pos_by_key: dict[Hashable, int] = {}
         self._resident: dict[int, Any] = {}
         self._cache = _BodyCache(cache_bytes)
@@ -188,6 +191,7 @@ class SessionIndex:
                 self.session_name = entry.get("name", UNDEFINED)
         self.tokens.append(tokens)
         self.usage.append(usage)
+        self.previews.append(entry_preview(entry))
         self._pos_by_key[key(light.get("id", UNDEFINED) if type(light) is dict else UNDEFINED)] = pos
         self.tree.add(light)
         if offset < 0:

@@ -60,11 +60,27 @@ LEAF_MARKER: Final = "sessiond.leaf"
 
 
 @dataclass(frozen=True, slots=True)
-class _Written:
+class PendingAppend:
+    """Entries written (and visible) but not yet acknowledged: :meth:`wait` makes them durable.
+
+    Splitting the two lets an event loop write inline (microseconds, in order) and wait for
+    the shared ``fdatasync`` elsewhere (a worker thread), so waiting appends group-commit.
+    """
+
     entry_ids: list[str]
     journal: Journal | None
-    """Set when the acknowledgement must wait for the line to reach the disk."""
+    """Set when the acknowledgement must wait for the lines to reach the disk."""
     end: int | None
+
+    @property
+    def needs_sync(self) -> bool:
+        return self.journal is not None and self.end is not None
+
+    def wait(self) -> list[str]:
+        """Block until the entries are durable (in ``fsync`` mode; at once otherwise)."""
+        if self.journal is not None and self.end is not None:
+            self.journal.sync(self.end)
+        return self.entry_ids
 
 
 @dataclass(slots=True)
@@ -359,6 +375,11 @@ class Session:
         The marker contributes nothing to context. ``None`` means "before the first entry".
         Returns the marker's id, or ``None`` when the leaf is already there.
         """
+        pending = self.begin_move_leaf(entry_id, durability=durability)
+        return None if pending is None else pending.wait()[0]
+
+    def begin_move_leaf(self, entry_id: Any, *, durability: Durability | None = None) -> PendingAppend | None:
+        """:meth:`move_leaf` without waiting for durability (``None``: already there)."""
         with self._lock:
             if entry_id is not None and entry_id not in self._index.tree:
                 raise EntryNotFoundError(entry_id)
@@ -370,8 +391,7 @@ class Session:
                 "customType": LEAF_MARKER,
                 "data": {"from": None if nullish(old) else old},
             }
-            written = self._stage_and_write([marker], entry_id, durability)
-        return self._settle(written)[0]
+            return self._stage_and_write([marker], entry_id, durability)
 
     # ------------------------------------------------------------------ appends
 
@@ -391,6 +411,19 @@ class Session:
         several writers sharing a session). Every spec is validated before anything is
         written, and the batch is written with one ``write()``: all of it or nothing.
         """
+        return self.begin_append(
+            specs, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=durability
+        ).wait()
+
+    def begin_append(
+        self,
+        specs: list[Any],
+        *,
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: Durability | None = None,
+    ) -> PendingAppend:
+        """:meth:`append_entries` without waiting for durability: call ``.wait()`` to acknowledge."""
         if type(specs) is not list or not specs:
             raise InvalidArgumentError("entries must be a non-empty array", field="entries")
         with self._lock:
@@ -403,8 +436,7 @@ class Session:
                 parent = parent_id
             else:
                 raise EntryNotFoundError(parent_id)
-            written = self._stage_and_write(specs, parent, durability)
-        return self._settle(written)
+            return self._stage_and_write(specs, parent, durability)
 
     def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
         return self.append_entries([spec], durability=durability)[0]
@@ -542,7 +574,7 @@ class Session:
         leaf = self._index.tree.leaf_id
         return None if leaf is UNDEFINED else leaf
 
-    def _stage_and_write(self, specs: list[Any], parent: Any, durability: Durability | None) -> _Written:
+    def _stage_and_write(self, specs: list[Any], parent: Any, durability: Durability | None) -> PendingAppend:
         """Validate and build every spec, then write them all (caller holds the lock)."""
         tree = self._index.tree
         if parent is None:
@@ -582,7 +614,7 @@ class Session:
             parent = leaf_before = eid
         return self._write_locked(entries, durability)
 
-    def _write_locked(self, entries: list[Entry], durability: Durability | None) -> _Written:
+    def _write_locked(self, entries: list[Entry], durability: Durability | None) -> PendingAppend:
         """Write built entries with one ``write()`` and index them (caller holds the lock)."""
         mode = durability or self.durability
         lines = [encode_line(e) for e in entries]
@@ -593,9 +625,9 @@ class Session:
             if not any(self._is_conversation(e) for e in entries) and not self._has_conversation():
                 for entry, line in zip(entries, lines, strict=True):
                     self._index.add(entry, -1, len(line))
-                return _Written(ids, None, None)
+                return PendingAppend(ids, None, None)
             self._flush_first(entries, lines, mode)  # an fsync-mode create is durable on return
-            return _Written(ids, None, None)
+            return PendingAppend(ids, None, None)
         start, end = self._journal.append(b"".join(lines))
         offset = start
         for entry, line in zip(entries, lines, strict=True):
@@ -604,18 +636,7 @@ class Session:
             self._extend_light_context(entry.get("parentId"), light, is_new_id)
             offset += len(line)
         self._scan_end = end
-        return _Written(ids, self._journal if mode is Durability.FSYNC else None, end)
-
-    @staticmethod
-    def _settle(written: _Written) -> list[str]:
-        """Acknowledge: in ``fsync`` mode, once the shared ``fdatasync`` covers the lines.
-
-        Runs without the session lock, so appends that wait here at the same time share one
-        flush (group commit) instead of queueing behind each other.
-        """
-        if written.journal is not None and written.end is not None:
-            written.journal.sync(written.end)
-        return written.entry_ids
+        return PendingAppend(ids, self._journal if mode is Durability.FSYNC else None, end)
 
     @staticmethod
     def _is_conversation(e: Any) -> bool:

@@ -1,0 +1,59 @@
+"""Error codes. JSON-RPC's reserved range for the protocol, -32000..-32099 for sessiond's own.
+
+Every error carries ``data`` with the details a client needs to react without parsing the
+message: ``field`` for invalid params, ``currentLeafId`` for a leaf mismatch, ``errno`` for
+an I/O failure, ``entryId``/``sessionId`` for what was not found.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SERVER_NOT_INITIALIZED = -32002
+    REQUEST_CANCELLED = -32800
+    OVERLOADED = -32001
+    SESSION_NOT_FOUND = -32010
+    ENTRY_NOT_FOUND = -32011
+    LEAF_MISMATCH = -32012
+    NOT_ON_BRANCH = -32013
+    NOT_EDITABLE = -32014
+    SESSION_EXISTS = -32015
+    PATH_OUTSIDE_STORE = -32016
+    SESSION_CHANGED = -32017
+    STORAGE_ERROR = -32018
+    READ_ONLY = -32019
+    NOT_SAVED = -32020
+    NOT_A_SESSION = -32021
+    MESSAGE_TOO_LARGE = -32022
+
+
+ERRORS: dict[ErrorCode, str] = {
+    ErrorCode.PARSE_ERROR: "The message is not valid JSON (or its framing is broken).",
+    ErrorCode.INVALID_REQUEST: "The message is JSON but not a JSON-RPC 2.0 request or notification.",
+    ErrorCode.METHOD_NOT_FOUND: "No such method.",
+    ErrorCode.INVALID_PARAMS: "A parameter is missing, of the wrong type or breaks a rule; `data.field` names it.",
+    ErrorCode.INTERNAL_ERROR: "A bug in sessiond. The message names it; no traceback is sent.",
+    ErrorCode.SERVER_NOT_INITIALIZED: "A request arrived before `initialize`.",
+    ErrorCode.REQUEST_CANCELLED: "The request was cancelled with `$/cancelRequest` or `$/cancel_request`.",
+    ErrorCode.OVERLOADED: "Too many requests in flight on this connection; retry later.",
+    ErrorCode.SESSION_NOT_FOUND: "No session with this id in the store (`data.sessionId`).",
+    ErrorCode.ENTRY_NOT_FOUND: "No entry with this id in the session (`data.entryId`); Pi's `Entry X not found`.",
+    ErrorCode.LEAF_MISMATCH: "`expectLeafId` is not the current leaf; `data.currentLeafId` is.",
+    ErrorCode.NOT_ON_BRANCH: "The entry is not on the branch the operation works on (Pi's message).",
+    ErrorCode.NOT_EDITABLE: "The entry contributes no editable model content (Pi's message).",
+    ErrorCode.SESSION_EXISTS: "A session with this id or file already exists.",
+    ErrorCode.PATH_OUTSIDE_STORE: "A path would leave the store (`..`, absolute escape, symlink).",
+    ErrorCode.SESSION_CHANGED: "The session file was truncated, replaced or deleted underneath; reload it.",
+    ErrorCode.STORAGE_ERROR: "Writing failed (disk full, I/O error: `data.errno`); nothing was acknowledged.",
+    ErrorCode.READ_ONLY: "The session belongs to another agent and is read-only.",
+    ErrorCode.NOT_SAVED: "The session has no file yet (no user or assistant message was appended).",
+    ErrorCode.NOT_A_SESSION: "The file is not a valid session.",
+    ErrorCode.MESSAGE_TOO_LARGE: "The message exceeds the maximum message size.",
+}

@@ -1,0 +1,544 @@
+"""Every request a client can send: its params, its result, the errors it can raise, an example."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .errors import ErrorCode as C
+from .models import (
+    ContextMessage,
+    Durability,
+    Entry,
+    EntryId,
+    EntrySpec,
+    Open,
+    Params,
+    Replacement,
+    Result,
+    SessionId,
+    SessionSummary,
+    TreeNode,
+    Usage,
+    WorkDone,
+)
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+class ClientInfo(Params):
+    name: str
+    version: str | None = None
+
+
+class NotificationOptions(Params):
+    optOut: list[str] = Field(
+        default_factory=list,
+        description="Notification methods or `session/update` kinds (e.g. `usage_update`) not to send.",
+    )
+
+
+class ClientCapabilities(Params):
+    notifications: NotificationOptions | None = None
+    summarizer: bool = Field(False, description="The client can answer `compaction/summarize` requests.")
+
+
+class InitializeParams(Params):
+    protocolVersion: int = Field(ge=1, description="The protocol version the client speaks (1).")
+    clientInfo: ClientInfo | None = None
+    capabilities: ClientCapabilities | None = None
+    authToken: str | None = Field(
+        None, description="Required on TCP: the content of the server's token file."
+    )
+
+
+class ServerInfo(Result):
+    name: str
+    version: str
+
+
+class InitializeResult(Result):
+    protocolVersion: int
+    serverInfo: ServerInfo
+    capabilities: Open
+
+
+class Empty(Params):
+    pass
+
+
+class EmptyResult(Result):
+    pass
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class SessionRef(Params):
+    sessionId: SessionId
+
+
+class NewParams(Params):
+    cwd: str = Field(min_length=1, description="Absolute working directory of the session.")
+    sessionId: SessionId | None = Field(None, description="A custom id (Pi's rule); default a UUIDv7.")
+    parentSession: str | None = Field(
+        None, description="Path of the session this one continues (header field)."
+    )
+    subscribe: bool = Field(False, description="Also subscribe this connection to the session's updates.")
+
+
+class NewResult(Result):
+    sessionId: str
+    path: str
+    cwd: str
+
+
+class LoadParams(SessionRef, WorkDone):
+    subscribe: bool = Field(False, description="Also subscribe this connection to the session's updates.")
+
+
+class LoadResult(Result):
+    sessionId: str
+    path: str = Field(description="The session file.")
+    cwd: str = Field(description="Working directory from the header.")
+    name: str | None = Field(description="The session name (latest session_info), if set.")
+    leafId: str | None = Field(description="The current leaf (null: before the first entry).")
+    entryCount: int = Field(description="Distinct entry ids.")
+    header: Open = Field(description="The session header line.")
+    saved: bool = Field(description="Whether the file exists yet (Pi's first-flush rule).")
+    diagnostics: Open = Field(description="What the loader skipped or repaired (junk lines, torn tail...).")
+
+
+class ListParams(WorkDone):
+    cwd: str | None = Field(None, description="Only the sessions of this working directory.")
+    cursor: str | None = Field(None, description="The `nextCursor` of the previous page.")
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class ListResult(Result):
+    sessions: list[SessionSummary]
+    nextCursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last.")
+
+
+class DeleteResult(Result):
+    trashedPath: str
+
+
+class AppendParams(SessionRef):
+    entries: list[EntrySpec] = Field(min_length=1, max_length=1000)
+    parentId: EntryId | None = Field(
+        None, description="Parent of the first entry. Omitted: the current leaf; null: a new root."
+    )
+    expectLeafId: EntryId | None = Field(
+        None, description="Append only if the leaf is still this entry (omitted: no check; null: no leaf)."
+    )
+    durability: Durability | None = Field(
+        None, description="buffered | fsync; default: the daemon's setting."
+    )
+
+
+class AppendResult(Result):
+    entryIds: list[str]
+    leafId: str
+
+
+class EntriesParams(SessionRef):
+    offset: int | None = Field(None, ge=0, description="Position in file order (default 0).")
+    afterId: EntryId | None = Field(None, description="Start after this entry (file order).")
+    limit: int = Field(100, ge=1, le=5000)
+
+
+class EntriesResult(Result):
+    entries: list[Entry]
+    offset: int
+    nextOffset: int | None
+    total: int
+
+
+class SetNameParams(SessionRef):
+    name: str
+    durability: Durability | None = None
+
+
+class SetNameResult(Result):
+    entryId: str
+    name: str | None
+
+
+class TreeParams(SessionRef, WorkDone):
+    pass
+
+
+class ForkParams(SessionRef):
+    entryId: EntryId
+    position: Literal["before", "at"] = Field(
+        "before", description="before: fork before a user message (its parent); at: clone up to the entry."
+    )
+
+
+class ForkResult(Result):
+    sessionId: str = Field(description="The new session.")
+    path: str
+    leafId: str | None
+    saved: bool = Field(description="Written at once iff the copied path holds a user or assistant message.")
+    selectedText: str | None = Field(
+        None, description="For `before`: the text of the user message forked at."
+    )
+
+
+# --------------------------------------------------------------------------- tree
+
+
+class TreeResult(Result):
+    leafId: str | None
+    nodes: list[TreeNode] = Field(description="Every entry, in file order.")
+
+
+class BranchParams(SessionRef):
+    entryId: EntryId | None = Field(None, description="Default: the leaf.")
+    full: bool = Field(False, description="Include the entries, not only their ids.")
+
+
+class BranchResult(Result):
+    entryIds: list[str] = Field(description="Root to entry.")
+    entries: list[Entry] | None = None
+
+
+class NavigateParams(SessionRef):
+    targetId: EntryId | None = Field(description="The entry to continue from; null: before the first entry.")
+    summary: str | None = Field(
+        None, description="A summary of the branch being left (becomes a branch summary)."
+    )
+    summaryDetails: Any = None
+    label: str | None = None
+    durability: Durability | None = None
+
+
+class NavigateResult(Result):
+    leafId: str | None
+    editorText: str | None = Field(
+        None, description="The text of a user message navigated to, for the editor."
+    )
+    summaryEntryId: str | None = None
+    markerEntryId: str | None = None
+    moved: bool
+
+
+class LabelParams(SessionRef):
+    entryId: EntryId
+    label: str | None = Field(description="null or empty clears it.")
+    durability: Durability | None = None
+
+
+class LabelResult(Result):
+    entryId: str
+
+
+# --------------------------------------------------------------------------- context
+
+
+class ContextParams(SessionRef):
+    leafId: EntryId | None = Field(None, description="Project another branch than the current one.")
+
+
+class ContextResult(Result):
+    messages: list[ContextMessage]
+    thinkingLevel: str | None
+    model: Open | None = Field(description="{provider, modelId} in effect at the leaf, or null.")
+    entryIds: list[str] = Field(
+        description="The context entries: latest compaction, kept range, what follows."
+    )
+
+
+class UsageResult(Usage):
+    usageTokens: int | None = None
+    trailingTokens: int | None = None
+    estimator: str
+    model: Any = None
+
+
+class EditParams(SessionRef):
+    targetId: EntryId
+    replacement: Replacement | None
+    durability: Durability | None = None
+
+
+class EditResult(Result):
+    entryId: str
+
+
+class ConfigureParams(SessionRef):
+    contextWindow: int | None = Field(
+        None, ge=1, description="Override the model's context window; null resets."
+    )
+
+
+class ConfigureResult(Result):
+    contextWindow: int | None
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    params: type[BaseModel]
+    result: type[BaseModel] | None
+    summary: str
+    errors: tuple[C, ...] = ()
+    example: dict[str, Any] = field(default_factory=dict)
+    example_result: Any = None
+    long_running: bool = False
+    """Accepts a ``workDoneToken`` and reports ``$/progress``."""
+
+
+_S = (C.INVALID_PARAMS, C.SESSION_NOT_FOUND)
+_W = (C.STORAGE_ERROR, C.SESSION_CHANGED, C.READ_ONLY)
+
+METHODS: dict[str, MethodSpec] = {
+    m.name: m
+    for m in [
+        MethodSpec(
+            "initialize",
+            InitializeParams,
+            InitializeResult,
+            "Start the connection: protocol version, client info and capabilities (incl. notification opt-out).",
+            (C.INVALID_PARAMS,),
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "my-editor", "version": "1.0"},
+                "capabilities": {"notifications": {"optOut": ["usage_update"]}},
+            },
+            {
+                "protocolVersion": 1,
+                "serverInfo": {"name": "sessiond", "version": "0.1.0"},
+                "capabilities": {"framing": ["content-length", "ndjson"]},
+            },
+        ),
+        MethodSpec(
+            "shutdown",
+            Empty,
+            None,
+            "Prepare to close: no more requests are accepted on this connection.",
+            (),
+            {},
+            None,
+        ),
+        MethodSpec(
+            "session/new",
+            NewParams,
+            NewResult,
+            "Create a session in the store (its file appears with the first user or assistant message).",
+            (C.INVALID_PARAMS, C.SESSION_EXISTS, C.STORAGE_ERROR),
+            {"cwd": "/home/dev/webapp", "subscribe": True},
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "path": "/home/dev/.local/share/sessiond/sessions/--home-dev-webapp--/2026-12-02T13-15-53-822Z_019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001.jsonl",
+                "cwd": "/home/dev/webapp",
+            },
+        ),
+        MethodSpec(
+            "session/load",
+            LoadParams,
+            LoadResult,
+            "Open a session (and optionally subscribe this connection to its updates).",
+            (*_S, C.NOT_A_SESSION),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "subscribe": True},
+            None,
+            long_running=True,
+        ),
+        MethodSpec(
+            "session/list",
+            ListParams,
+            ListResult,
+            "Sessions of the store (or of one cwd), newest first, a page at a time.",
+            (C.INVALID_PARAMS,),
+            {"cwd": "/home/dev/webapp", "limit": 20},
+            None,
+            long_running=True,
+        ),
+        MethodSpec(
+            "session/close",
+            SessionRef,
+            EmptyResult,
+            "Unsubscribe this connection and release the session when nobody uses it.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            {},
+        ),
+        MethodSpec(
+            "session/delete",
+            SessionRef,
+            DeleteResult,
+            "Move the session file to the store's trash folder (nothing is unlinked).",
+            (*_S, C.STORAGE_ERROR),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            None,
+        ),
+        MethodSpec(
+            "session/subscribe",
+            SessionRef,
+            LoadResult,
+            "Receive `session/update` notifications for this session on this connection.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            None,
+        ),
+        MethodSpec(
+            "session/unsubscribe",
+            SessionRef,
+            EmptyResult,
+            "Stop receiving updates for the session.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            {},
+        ),
+        MethodSpec(
+            "session/append",
+            AppendParams,
+            AppendResult,
+            "Append a batch of entries (written at once, or not at all). The first hangs below `parentId` "
+            "(default: the leaf), each next one below the previous; `expectLeafId` makes it compare-and-append.",
+            (*_S, C.ENTRY_NOT_FOUND, C.LEAF_MISMATCH, C.NOT_ON_BRANCH, C.NOT_EDITABLE, *_W),
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "entries": [
+                    {
+                        "type": "message",
+                        "message": {
+                            "role": "user",
+                            "content": [{"type": "text", "text": "Add tests"}],
+                            "timestamp": 1785315780000,
+                        },
+                    }
+                ],
+                "durability": "fsync",
+            },
+            {"entryIds": ["a1b2c3d4"], "leafId": "a1b2c3d4"},
+        ),
+        MethodSpec(
+            "session/entries",
+            EntriesParams,
+            EntriesResult,
+            "Entries in file order, a page at a time (by offset or after an id).",
+            (*_S, C.ENTRY_NOT_FOUND),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "limit": 100},
+        ),
+        MethodSpec(
+            "session/setName",
+            SetNameParams,
+            SetNameResult,
+            "Set the session's name (empty clears it).",
+            (*_S, *_W),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "name": "Auth rewrite"},
+            {"entryId": "5e6f7a8b", "name": "Auth rewrite"},
+        ),
+        MethodSpec(
+            "session/fork",
+            ForkParams,
+            ForkResult,
+            "Fork (`before` a user message) or clone (`at` an entry) into a new session.",
+            (*_S, C.ENTRY_NOT_FOUND, C.NOT_SAVED, C.STORAGE_ERROR),
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "entryId": "a1b2c3d4",
+                "position": "before",
+            },
+        ),
+        MethodSpec(
+            "session/configure",
+            ConfigureParams,
+            ConfigureResult,
+            "Per-session settings kept beside the transcript (not in it): the context window.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "contextWindow": 200000},
+            {"contextWindow": 200000},
+        ),
+        MethodSpec(
+            "tree/get",
+            TreeParams,
+            TreeResult,
+            "Every entry as a node (id, parentId, type, role, preview, label, timestamp, child count) and the leaf.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            None,
+            long_running=True,
+        ),
+        MethodSpec(
+            "tree/branch",
+            BranchParams,
+            BranchResult,
+            "The path root → entry (default: the leaf).",
+            (*_S, C.ENTRY_NOT_FOUND),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+        ),
+        MethodSpec(
+            "tree/navigate",
+            NavigateParams,
+            NavigateResult,
+            "Continue from another entry (Pi's /tree): a user message target leaves the leaf on its parent and "
+            "returns its text for the editor; a `summary` becomes a branch summary; the move is persisted.",
+            (*_S, C.ENTRY_NOT_FOUND, *_W),
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "targetId": "a1b2c3d4",
+                "summary": "Tried JWT first; switched to cookies.",
+            },
+        ),
+        MethodSpec(
+            "tree/label",
+            LabelParams,
+            LabelResult,
+            "Set or clear the label of an entry.",
+            (*_S, C.ENTRY_NOT_FOUND, *_W),
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "entryId": "a1b2c3d4",
+                "label": "checkpoint",
+            },
+            {"entryId": "9c8d7e6f"},
+        ),
+        MethodSpec(
+            "context/get",
+            ContextParams,
+            ContextResult,
+            "What the model sees: the projected messages with their source entries, model and thinking level.",
+            (*_S, C.ENTRY_NOT_FOUND),
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+        ),
+        MethodSpec(
+            "context/usage",
+            SessionRef,
+            UsageResult,
+            "How full the context is: last provider usage plus an estimate of what came after.",
+            _S,
+            {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
+            {
+                "used": 48213,
+                "size": 200000,
+                "percent": 24.1,
+                "source": "estimate",
+                "usageTokens": 47900,
+                "trailingTokens": 313,
+                "estimator": "pi",
+                "model": {"provider": "anthropic", "modelId": "claude-sonnet-4-5"},
+            },
+        ),
+        MethodSpec(
+            "context/edit",
+            EditParams,
+            EditResult,
+            "Replace (or with null hide) what an entry of the branch contributes to the context.",
+            (*_S, C.ENTRY_NOT_FOUND, C.NOT_ON_BRANCH, C.NOT_EDITABLE, *_W),
+            {
+                "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                "targetId": "a1b2c3d4",
+                "replacement": None,
+            },
+            {"entryId": "0f1e2d3c"},
+        ),
+    ]
+}

@@ -1,0 +1,73 @@
+"""A one-line preview of an entry, for tree views (``tree/get``) and listings."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from . import entries as E
+from .js import get, to_string, utf16_len, utf16_slice_head
+from .messages import content_text
+
+PREVIEW_UNITS: Final = 80
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    if utf16_len(flat) <= limit:
+        return flat
+    return utf16_slice_head(flat, limit - 1) + "…"
+
+
+def _message_preview(message: Any) -> str:
+    role = get(message, "role")
+    if role == "bashExecution":
+        return f"$ {to_string(get(message, 'command'))}"
+    content = get(message, "content")
+    text = content_text(content) if type(content) in (str, list) else ""
+    if text.strip():
+        return text
+    if type(content) is list:
+        calls = [to_string(get(b, "name")) for b in content if get(b, "type") == "toolCall"]
+        if calls:
+            return "→ " + ", ".join(calls)
+        if any(get(b, "type") == "image" for b in content):
+            return "[image]"
+        if any(get(b, "type") == "thinking" for b in content):
+            return "[thinking]"
+    error = get(message, "errorMessage")
+    return f"[error] {to_string(error)}" if type(error) is str else ""
+
+
+def entry_preview(entry: Any, limit: int = PREVIEW_UNITS) -> str:
+    """What a human would want to read first about an entry, at most ``limit`` UTF-16 units."""
+    t = get(entry, "type")
+    if t == E.MESSAGE:
+        text = _message_preview(get(entry, "message"))
+    elif t == E.CUSTOM_MESSAGE:
+        content = get(entry, "content")
+        text = content_text(content) if type(content) in (str, list) else ""
+    elif t in (E.COMPACTION, E.BRANCH_SUMMARY):
+        text = to_string(get(entry, "summary"))
+    elif t == E.MODEL_CHANGE:
+        text = f"{to_string(get(entry, 'provider'))}/{to_string(get(entry, 'modelId'))}"
+    elif t == E.THINKING_LEVEL_CHANGE:
+        text = f"thinking: {to_string(get(entry, 'thinkingLevel'))}"
+    elif t == E.LABEL:
+        label = get(entry, "label")
+        text = (
+            f"label {to_string(get(entry, 'targetId'))}: {to_string(label)}"
+            if type(label) is str
+            else "label cleared"
+        )
+    elif t == E.SESSION_INFO:
+        text = f"name: {to_string(get(entry, 'name'))}"
+    elif t == E.CONTEXT_EDIT:
+        hidden = get(entry, "replacement") is None
+        text = f"{'hide' if hidden else 'edit'} {to_string(get(entry, 'targetId'))}"
+    elif t == E.CUSTOM:
+        text = to_string(get(entry, "customType"))
+    elif t == E.USAGE:
+        text = f"usage {to_string(get(entry, 'kind'))}"
+    else:
+        text = to_string(t) if t is not None else ""
+    return _clip(text, limit)

@@ -1,0 +1,1 @@
+"""JSON-RPC over Unix socket, TCP and stdio: framing, connections, the method table, servers."""

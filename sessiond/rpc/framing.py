@@ -1,0 +1,149 @@
+"""Reading and writing JSON-RPC messages in both framings, sniffed per connection.
+
+* LSP base protocol: ``Content-Length: N\\r\\n`` (+ optional other headers) ``\\r\\n\\r\\n``
+  then N bytes — what editors (vscode-jsonrpc, pygls) speak;
+* newline-delimited JSON: one message per line — what ACP clients and Codex speak.
+
+The first non-blank byte decides: ``{`` or ``[`` is NDJSON, anything else a header. Replies
+use the client's framing. Limits apply before anything is buffered: a header block or a
+message over the limit is refused, never read into memory whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+
+
+class Framing(Enum):
+    LSP = "content-length"
+    NDJSON = "ndjson"
+
+
+class FramingError(Exception):
+    """The byte stream cannot be read as messages any more (the connection must close)."""
+
+
+class MessageTooLargeError(Exception):
+    """One NDJSON message is over the size limit; it was skipped and the stream is in sync."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a message exceeds the maximum message size of {limit} bytes")
+        self.limit = limit
+
+
+_BLANK = b" \t\r\n"
+
+
+class MessageReader:
+    """Reads whole messages from a stream, in whichever framing its first byte announces."""
+
+    def __init__(self, reader: asyncio.StreamReader, max_message: int, max_header: int) -> None:
+        self._reader = reader
+        self.max_message = max_message
+        self.max_header = max_header
+        self.framing: Framing | None = None
+        self._prefix = b""
+
+    async def sniff(self) -> Framing | None:
+        """Decide the framing from the first non-blank byte; ``None`` at end of stream."""
+        while True:
+            chunk = await self._reader.read(1)
+            if not chunk:
+                return None
+            if chunk in (b" ", b"\t", b"\r", b"\n"):
+                continue
+            self._prefix = chunk
+            self.framing = Framing.NDJSON if chunk in (b"{", b"[") else Framing.LSP
+            return self.framing
+
+    async def read(self) -> bytes | None:
+        """The next message body; ``None`` at a clean end of stream."""
+        if self.framing is None and await self.sniff() is None:
+            return None
+        if self.framing is Framing.NDJSON:
+            return await self._read_line()
+        return await self._read_lsp()
+
+    async def _readuntil_newline(self) -> bytes:
+        line = await self._reader.readuntil(b"\n")
+        if self._prefix:
+            line, self._prefix = self._prefix + line, b""
+        return line
+
+    async def _read_lsp(self) -> bytes | None:
+        length: int | None = None
+        header_bytes = 0
+        while True:
+            try:
+                line = await self._readuntil_newline()
+            except asyncio.IncompleteReadError as exc:
+                if not (self._prefix + exc.partial).strip() and header_bytes == 0:
+                    return None
+                raise FramingError("the stream ended inside a message header") from None
+            except asyncio.LimitOverrunError:
+                raise FramingError("a header line is too long") from None
+            header_bytes += len(line)
+            if header_bytes > self.max_header:
+                raise FramingError(f"message headers exceed {self.max_header} bytes")
+            stripped = line.strip()
+            if not stripped:
+                if header_bytes == len(line):
+                    header_bytes = 0
+                    continue  # blank lines between messages
+                break
+            name, sep, value = stripped.partition(b":")
+            if not sep:
+                raise FramingError(f"malformed header line: {stripped[:80]!r}")
+            if name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise FramingError(f"bad Content-Length: {value.strip()[:40]!r}") from None
+                if length < 0:
+                    raise FramingError("negative Content-Length")
+        if length is None:
+            raise FramingError("a message header without Content-Length")
+        if length > self.max_message:
+            # Skipping the body would mean reading it; the connection is given up instead.
+            raise FramingError(
+                f"a message of {length} bytes exceeds the maximum message size of {self.max_message}"
+            )
+        try:
+            return await self._reader.readexactly(length)
+        except asyncio.IncompleteReadError:
+            raise FramingError("the stream ended inside a message body") from None
+
+    async def _read_line(self) -> bytes | None:
+        while True:
+            try:
+                line = await self._readuntil_newline()
+            except asyncio.IncompleteReadError as exc:
+                rest = self._prefix + exc.partial
+                self._prefix = b""
+                return rest if rest.strip(_BLANK) else None  # a last message without newline
+            except asyncio.LimitOverrunError as exc:
+                self._prefix = b""
+                await self._discard_line(exc.consumed)
+                raise MessageTooLargeError(self.max_message) from None
+            if len(line) > self.max_message:
+                raise MessageTooLargeError(self.max_message)
+            if line.strip(_BLANK):
+                return line
+
+    async def _discard_line(self, consumed: int) -> None:
+        """Drop bytes up to and including the next newline without buffering the line."""
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as exc:
+                await self._reader.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+
+def frame(body: bytes, framing: Framing) -> bytes:
+    if framing is Framing.NDJSON:
+        return body + b"\n"
+    return b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body

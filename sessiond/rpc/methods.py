@@ -1,0 +1,190 @@
+"""The method table: protocol method -> validate its params (``sessiond_protocol``) -> ``Service``.
+
+Params are validated with the pydantic models for precise errors, but entry payloads are
+handed to the store as the client sent them (the dicts, not the models), so key order and
+fields a newer Pi adds survive. "Omitted" and ``null`` differ for ``parentId`` and
+``expectLeafId`` (omitted: the leaf / no check; ``null``: a new root / expect no leaf), so
+those are read from the raw params.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sessiond_protocol import METHODS, PROTOCOL_VERSION
+from sessiond_protocol import methods as M
+
+from .. import __version__
+from ..model.js import UNDEFINED
+
+if TYPE_CHECKING:
+    from .connection import Connection, Handler
+
+
+def _raw(params: dict[str, Any], name: str) -> Any:
+    return params.get(name, UNDEFINED)
+
+
+async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.InitializeParams.model_validate(params)
+    conn.check_token(params.get("authToken"))
+    if p.capabilities and p.capabilities.notifications:
+        conn.opt_out = set(p.capabilities.notifications.optOut)
+    conn.client_info = p.clientInfo.model_dump() if p.clientInfo else {}
+    conn.initialized = True
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "serverInfo": {"name": "sessiond", "version": __version__},
+        "capabilities": {
+            "framing": ["content-length", "ndjson"],
+            "methods": sorted(METHODS),
+            "notifications": ["session/update", "$/progress", "window/logMessage"],
+            "sessionUpdates": [
+                "entries_appended",
+                "leaf_changed",
+                "session_info_update",
+                "label_update",
+                "usage_update",
+                "resync_required",
+            ],
+            "cancellation": ["$/cancelRequest", "$/cancel_request"],
+            "durability": ["buffered", "fsync"],
+            "estimator": conn.service.estimator.name,
+        },
+    }
+
+
+async def shutdown(conn: Connection, params: dict[str, Any]) -> Any:
+    conn.shutting_down = True
+    return None
+
+
+async def session_new(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.NewParams.model_validate(params)
+    return await conn.service.new_session(conn, p.cwd, p.sessionId, p.parentSession, p.subscribe)
+
+
+async def session_load(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.LoadParams.model_validate(params)
+    return await conn.service.load(conn, p.sessionId, p.subscribe)
+
+
+async def session_list(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.ListParams.model_validate(params)
+    return await conn.service.list_sessions(p.cwd, p.cursor, p.limit)
+
+
+async def session_close(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.close(conn, p.sessionId)
+
+
+async def session_delete(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.delete(conn, p.sessionId)
+
+
+async def session_subscribe(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.load(conn, p.sessionId, True)
+
+
+async def session_unsubscribe(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.unsubscribe(conn, p.sessionId)
+
+
+async def session_append(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.AppendParams.model_validate(params)
+    return await conn.service.append(
+        conn,
+        p.sessionId,
+        params["entries"],
+        parent_id=_raw(params, "parentId"),
+        expect_leaf_id=_raw(params, "expectLeafId"),
+        durability=p.durability,
+    )
+
+
+async def session_entries(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.EntriesParams.model_validate(params)
+    return await conn.service.entries(conn, p.sessionId, p.offset, p.afterId, p.limit)
+
+
+async def session_set_name(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SetNameParams.model_validate(params)
+    return await conn.service.set_name(conn, p.sessionId, p.name, p.durability)
+
+
+async def session_fork(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.ForkParams.model_validate(params)
+    return await conn.service.fork(conn, p.sessionId, p.entryId, p.position)
+
+
+async def session_configure(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.ConfigureParams.model_validate(params)
+    return await conn.service.configure(conn, p.sessionId, p.contextWindow)
+
+
+async def tree_get(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.tree(conn, p.sessionId)
+
+
+async def tree_branch(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.BranchParams.model_validate(params)
+    return await conn.service.branch(conn, p.sessionId, p.entryId, p.full)
+
+
+async def tree_navigate(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.NavigateParams.model_validate(params)
+    return await conn.service.navigate(
+        conn, p.sessionId, p.targetId, p.summary, params.get("summaryDetails"), p.label, p.durability
+    )
+
+
+async def tree_label(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.LabelParams.model_validate(params)
+    return await conn.service.label(conn, p.sessionId, p.entryId, p.label, p.durability)
+
+
+async def context_get(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.ContextParams.model_validate(params)
+    return await conn.service.context(conn, p.sessionId, p.leafId)
+
+
+async def context_usage(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.usage(conn, p.sessionId)
+
+
+async def context_edit(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.EditParams.model_validate(params)
+    return await conn.service.edit(conn, p.sessionId, p.targetId, params.get("replacement"), p.durability)
+
+
+HANDLERS: dict[str, Handler] = {
+    "initialize": initialize,
+    "shutdown": shutdown,
+    "session/new": session_new,
+    "session/load": session_load,
+    "session/list": session_list,
+    "session/close": session_close,
+    "session/delete": session_delete,
+    "session/subscribe": session_subscribe,
+    "session/unsubscribe": session_unsubscribe,
+    "session/append": session_append,
+    "session/entries": session_entries,
+    "session/setName": session_set_name,
+    "session/fork": session_fork,
+    "session/configure": session_configure,
+    "tree/get": tree_get,
+    "tree/branch": tree_branch,
+    "tree/navigate": tree_navigate,
+    "tree/label": tree_label,
+    "context/get": context_get,
+    "context/usage": context_usage,
+    "context/edit": context_edit,
+}
+
+assert set(HANDLERS) == set(METHODS), set(HANDLERS) ^ set(METHODS)

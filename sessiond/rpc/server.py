@@ -1,0 +1,286 @@
+"""The daemon process: one per store, serving a Unix socket, optionally TCP, or stdio.
+
+* A single daemon per store: an exclusive ``flock`` on ``<store>/daemon.lock`` (the file
+  also says which pid holds it); a second ``serve`` fails with a clear message.
+* Unix socket in a 0700 directory, the socket itself 0600, and every peer's uid checked
+  (``SO_PEERCRED``): a client of another user is refused even if permissions are loosened.
+* TCP only on a loopback address, and only for clients that present the token stored in a
+  0600 file (``initialize.authToken``).
+* stdio: one client on stdin/stdout (for editors that spawn the server themselves).
+* SIGTERM/SIGINT: stop accepting, answer what is in flight, flush and close every session,
+  remove the socket, release the lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import socket
+import struct
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from ..errors import SessiondError
+from ..service.config import Config
+from ..service.service import Service
+from .connection import Connection
+from .methods import HANDLERS
+
+log = logging.getLogger("sessiond.server")
+
+
+class AlreadyRunningError(SessiondError):
+    def __init__(self, root: Path, pid: str) -> None:
+        who = f" (pid {pid})" if pid else ""
+        super().__init__(f"sessiond is already running for the store {root}{who}", root=str(root), pid=pid)
+
+
+class StoreLock:
+    """The exclusive lock that makes this process the one daemon of its store."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        f = open(self.path, "a+")  # noqa: SIM115 (held for the life of the daemon)
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            f.seek(0)
+            pid = f.read().strip()
+            f.close()
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise AlreadyRunningError(self.path.parent, pid) from None
+            raise
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        self._file = f
+
+    def release(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.truncate(0)
+            self._file.close()
+            self._file = None
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def read_or_create_token(path: Path) -> str:
+    """The TCP token: created (0600) on first use, refused if anyone else may read it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        token = secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        return token
+    if st.st_mode & 0o077:
+        raise SessiondError(
+            f"The token file {path} must not be readable by others (chmod 600 it)", path=str(path)
+        )
+    token = path.read_text().strip()
+    if not token:
+        raise SessiondError(f"The token file {path} is empty", path=str(path))
+    return token
+
+
+def parse_tcp(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise SessiondError(f"--tcp wants HOST:PORT, got {address!r}", field="tcp")
+    host = host.strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise SessiondError(f"--tcp host must be a loopback IP address, got {host!r}", field="tcp") from None
+    if not ip.is_loopback:
+        raise SessiondError(f"--tcp only listens on loopback addresses, not {host}", field="tcp")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise SessiondError(f"--tcp port must be a number, got {port!r}", field="tcp") from None
+
+
+class Daemon:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.service = Service(config)
+        self.connections: set[Connection] = set()
+        self._stop = asyncio.Event()
+        self._servers: list[asyncio.AbstractServer] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.socket_path: Path | None = None
+
+    # ------------------------------------------------------------------ connections
+
+    def _connection(
+        self, reader: asyncio.StreamReader, writer: Any, peer: str, token: str | None
+    ) -> Connection:
+        conn = Connection(
+            reader,
+            writer,
+            HANDLERS,
+            self.config.limits,
+            peer=peer,
+            auth_token=token,
+            on_close=self._closed,
+        )
+        conn.service = self.service
+        self.connections.add(conn)
+        return conn
+
+    def _closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.service.release(conn)
+
+    async def _serve(self, conn: Connection) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await conn.run()
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    def _full(self, writer: asyncio.StreamWriter) -> bool:
+        if len(self.connections) < self.config.limits.max_connections:
+            return False
+        log.warning("refusing a connection: %d connections open", len(self.connections))
+        error = {"code": -32001, "message": "Overloaded, retry: too many connections"}
+        writer.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + b"\n")
+        writer.close()
+        return True
+
+    async def _on_unix(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else None
+        if uid is not None and uid != os.getuid():
+            log.warning(
+                "refused a Unix-socket client of uid %s (the daemon runs as uid %s)", uid, os.getuid()
+            )
+            writer.close()
+            return
+        if self._full(writer):
+            return
+        await self._serve(self._connection(reader, writer, f"unix uid={uid}", None))
+
+    async def _on_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str) -> None:
+        peer = writer.get_extra_info("peername")
+        if self._full(writer):
+            return
+        await self._serve(self._connection(reader, writer, f"tcp {peer}", token))
+
+    # ------------------------------------------------------------------ listening
+
+    async def listen_unix(self, path: Path) -> None:
+        directory = path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(directory, 0o700)
+        if path.exists() or path.is_symlink():
+            path.unlink()  # we hold the store lock: whatever was there is stale
+        limit = self.config.limits.max_message_bytes + 64
+        old = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(self._on_unix, path=str(path), limit=limit)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        self._servers.append(server)
+        self.socket_path = path
+        log.info("listening on %s", path)
+
+    async def listen_tcp(self, address: str) -> tuple[str, int]:
+        host, port = parse_tcp(address)
+        token = read_or_create_token(self.config.token_path)
+        limit = self.config.limits.max_message_bytes + 64
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._on_tcp(reader, writer, token)
+
+        server = await asyncio.start_server(on_connect, host=host, port=port, limit=limit)
+        self._servers.append(server)
+        bound = server.sockets[0].getsockname()
+        log.info("listening on tcp %s:%s (token in %s)", bound[0], bound[1], self.config.token_path)
+        return bound[0], int(bound[1])
+
+    async def serve_stdio(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes + 64)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+        )
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        conn = self._connection(reader, writer, "stdio", None)
+        await self._serve(conn)
+        self._stop.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, unix: bool = True, tcp: str | None = None, stdio: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop)
+        try:
+            if unix and not stdio:
+                await self.listen_unix(self.config.socket)
+            if tcp:
+                await self.listen_tcp(tcp)
+            if stdio:
+                stdio_task = asyncio.ensure_future(self.serve_stdio())
+            await self._stop.wait()
+            if stdio:
+                stdio_task.cancel()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for conn in list(self.connections):
+            conn.close()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=3)
+        self.service.close_all()
+        if self.socket_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+        log.info("stopped")
+
+
+def serve(config: Config, *, tcp: str | None = None, stdio: bool = False) -> None:
+    """Run the daemon until SIGTERM/SIGINT (or, with stdio, until the client leaves)."""
+    lock = StoreLock(config.lock_path)
+    config.layout.ensure_dirs()
+    lock.acquire()
+    try:
+        daemon = Daemon(config)
+        asyncio.run(daemon.run(tcp=tcp, stdio=stdio))
+    finally:
+        lock.release()

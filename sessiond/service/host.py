@@ -1,0 +1,179 @@
+"""One open session in the daemon: its ``Session``, who uses it, and what it announces.
+
+Every mutation goes through the host so that what changed is published once, in order:
+the write runs inline on the event loop (microseconds; the session lock keeps writers from
+several connections apart), the updates are published right after it — so subscribers see
+entries in file order — and only then does an ``fsync``-mode append wait, in a worker
+thread, for the shared ``fdatasync`` before it is acknowledged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+
+from ..model import entries as E
+from ..model.js import UNDEFINED, get, nullish
+from ..model.tokens import TokenEstimator
+from ..store.session import PendingAppend, Session
+from .hub import Hub
+from .windows import context_window
+
+
+class SessionHost:
+    def __init__(
+        self,
+        session: Session,
+        hub: Hub,
+        estimator: TokenEstimator,
+        window_for: Callable[[Session, Any], int | None],
+    ) -> None:
+        self.session = session
+        self.hub = hub
+        self.estimator = estimator
+        self._window_for = window_for
+        self.users: set[int] = set()
+        """Connections that loaded or wrote the session (it stays open while any does)."""
+        self._last_usage: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    # ------------------------------------------------------------------ writing
+
+    async def complete(self, pending: PendingAppend) -> list[str]:
+        """Publish what ``pending`` wrote, then wait (off the loop) until it is durable."""
+        self.announce(pending.entry_ids)
+        if pending.needs_sync:
+            await anyio.to_thread.run_sync(pending.wait)
+        return pending.entry_ids
+
+    def announce(
+        self, entry_ids: list[str], *, external: bool = False, previous_leaf: Any = UNDEFINED
+    ) -> None:
+        """Publish ``entries_appended`` and what the entries imply (labels, name, usage)."""
+        session = self.session
+        if not self.hub.subscriber_count(self.id):
+            self._last_usage = None
+            return
+        entries = [session.get(i) for i in entry_ids]
+        update: dict[str, Any] = {
+            "sessionUpdate": "entries_appended",
+            "entryIds": entry_ids,
+            "parentIds": [get(e, "parentId") for e in entries],
+            "types": [get(e, "type") for e in entries],
+            "leafId": session.leaf_id,
+        }
+        if external:
+            update["external"] = True
+        self.hub.publish(self.id, update)
+        for entry in entries:
+            t = get(entry, "type")
+            if t == E.LABEL:
+                label = get(entry, "label")
+                self.hub.publish(
+                    self.id,
+                    {
+                        "sessionUpdate": "label_update",
+                        "entryId": get(entry, "targetId"),
+                        "label": label if type(label) is str and label else None,
+                    },
+                )
+            elif t == E.SESSION_INFO:
+                self.publish_name()
+        self.publish_usage()
+
+    def publish_name(self) -> None:
+        self.hub.publish(
+            self.id,
+            {"sessionUpdate": "session_info_update", "title": self.session.name, "updatedAt": _now_iso()},
+        )
+
+    def publish_leaf(self, previous: Any) -> None:
+        self.hub.publish(
+            self.id,
+            {
+                "sessionUpdate": "leaf_changed",
+                "leafId": self.session.leaf_id,
+                "previousLeafId": None if nullish(previous) else previous,
+            },
+        )
+
+    def publish_usage(self, *, force: bool = False) -> None:
+        """``usage_update`` when the numbers changed since the last one (or ``force``)."""
+        if not self.hub.subscriber_count(self.id):
+            return
+        usage = self.usage()
+        public = {k: usage[k] for k in ("used", "size", "percent", "source")}
+        if force or public != self._last_usage:
+            self._last_usage = public
+            self.hub.publish(self.id, {"sessionUpdate": "usage_update", **public})
+
+    # ------------------------------------------------------------------ reading
+
+    def usage(self) -> dict[str, Any]:
+        """How full the context is, with where the number comes from."""
+        session = self.session
+        projection = session.context()
+        estimate = session.context_usage(self.estimator)
+        model = projection.settings.model
+        size = self._window_for(session, model)
+        if not projection.messages:
+            used: int | None = 0
+            source = "unknown"
+        else:
+            used = int(estimate.tokens) if estimate.tokens == estimate.tokens else None
+            anchored = estimate.last_usage_index is not None
+            source = "api" if anchored and estimate.trailing_tokens == 0 else "estimate"
+        percent = round(used * 100 / size, 1) if size and used is not None else None
+        usage_tokens = int(estimate.usage_tokens) if estimate.usage_tokens == estimate.usage_tokens else None
+        trailing = (
+            int(estimate.trailing_tokens) if estimate.trailing_tokens == estimate.trailing_tokens else None
+        )
+        return {
+            "used": used,
+            "size": size,
+            "percent": percent,
+            "source": source,
+            "usageTokens": usage_tokens,
+            "trailingTokens": trailing,
+            "estimator": self.estimator.name,
+            "model": None if model is None else model,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        session = self.session
+        return {
+            "sessionId": session.id,
+            "path": str(session.path),
+            "cwd": session.cwd,
+            "name": session.name,
+            "leafId": session.leaf_id,
+            "entryCount": session.entry_count,
+            "header": session.header,
+            "saved": session.flushed,
+            "diagnostics": session.diagnostics.as_json(),
+        }
+
+
+def _now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def default_window_for(
+    overrides: dict[str, int], settings_window: Callable[[str], int | None]
+) -> Callable[[Session, Any], int | None]:
+    """The context window of a session: its own setting, else config overrides, else the table."""
+
+    def window(session: Session, model: Any) -> int | None:
+        own = settings_window(session.id)
+        if own:
+            return own
+        return context_window(get(model, "provider"), get(model, "modelId"), overrides)
+
+    return window

@@ -1,0 +1,477 @@
+"""The daemon's API, transport-agnostic: one method per protocol method, plain values in and out.
+
+It owns the open sessions (one ``SessionHost`` per session, shared by every connection: one
+writer per session, whoever the clients are), the subscriptions, the listing cache and the
+per-session settings. Slow work — opening a big file, listing the store, forking — runs in
+worker threads; writes run inline on the event loop so their order is the order they were
+received in.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import orjson
+
+from ..errors import EntryNotFoundError, InvalidArgumentError, SessiondError, SessionExistsError
+from ..model import entries as E
+from ..model.js import UNDEFINED, get, key
+from ..model.messages import content_text
+from ..model.tokens import get_estimator
+from ..store.journal import Durability
+from ..store.listing import ListingCache, SessionInfo, iso_string, list_sessions, read_header
+from ..store.session import Session
+from .config import Config
+from .host import SessionHost, default_window_for
+from .hub import Hub, Subscriber
+from .settings import SessionSettings
+
+
+class SessionNotFoundError(SessiondError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session {session_id} not found", sessionId=session_id)
+        self.session_id = session_id
+
+
+class Service:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.layout = config.layout
+        self.hub = Hub()
+        self.hosts: dict[str, SessionHost] = {}
+        self.settings = SessionSettings(self.layout.root / "settings")
+        self.listing = ListingCache(self.layout.root / "cache" / "listing.json")
+        self.estimator = get_estimator(config.estimator)
+        self._paths: dict[str, Path] = {}
+        self._opening: dict[str, anyio.Lock] = {}
+        self._window_for = default_window_for(
+            dict(config.context_windows), lambda sid: self.settings.get(sid).get("contextWindow")
+        )
+        self.layout.ensure_dirs()
+
+    # ------------------------------------------------------------------ hosts
+
+    def _host_for(self, session: Session) -> SessionHost:
+        host = SessionHost(session, self.hub, self.estimator, self._window_for)
+        self.hosts[session.id] = host
+        self._paths[session.id] = session.path
+        return host
+
+    def _find_path(self, session_id: str) -> Path:
+        known = self._paths.get(session_id)
+        if known is not None and known.exists():
+            return known
+        for candidate in sorted(self.layout.sessions_dir.glob(f"*/*_{session_id}.jsonl")):
+            header = read_header(candidate)
+            if header is not None and header.get("id") == session_id:
+                self._paths[session_id] = candidate
+                return candidate
+        for info in list_sessions(self.layout, cache=self.listing):
+            if info.id == session_id:
+                self._paths[session_id] = Path(info.path)
+                return Path(info.path)
+        raise SessionNotFoundError(session_id)
+
+    async def host(self, session_id: str, user: Subscriber | None = None) -> SessionHost:
+        """The open session with this id, opening it (in a worker thread) if needed."""
+        host = self.hosts.get(session_id)
+        if host is None:
+            lock = self._opening.setdefault(session_id, anyio.Lock())
+            async with lock:
+                host = self.hosts.get(session_id)
+                if host is None:
+                    path = await anyio.to_thread.run_sync(self._find_path, session_id)
+                    session = await anyio.to_thread.run_sync(
+                        lambda: Session.open(path, durability=self.config.durability)
+                    )
+                    host = self._host_for(session)
+            self._opening.pop(session_id, None)
+        if user is not None:
+            host.users.add(user.id)
+        return host
+
+    def release(self, user: Subscriber) -> None:
+        """A connection went away: drop its subscriptions, close sessions nobody uses."""
+        self.hub.unsubscribe_all(user)
+        for session_id, host in list(self.hosts.items()):
+            host.users.discard(user.id)
+            self._close_if_unused(session_id)
+
+    def _close_if_unused(self, session_id: str) -> None:
+        host = self.hosts.get(session_id)
+        if host is not None and not host.users and not self.hub.subscriber_count(session_id):
+            host.session.close()
+            del self.hosts[session_id]
+
+    def close_all(self) -> None:
+        for host in self.hosts.values():
+            host.session.close()
+        self.hosts.clear()
+        self.listing.save()
+
+    # ------------------------------------------------------------------ sessions
+
+    async def new_session(
+        self,
+        user: Subscriber,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        subscribe: bool = False,
+    ) -> dict[str, Any]:
+        if not os.path.isabs(cwd):
+            raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        if session_id is not None and (session_id in self.hosts or self._exists(session_id)):
+            raise SessionExistsError(session_id)
+        session = Session.create(
+            self.layout.cwd_dir(cwd),
+            cwd,
+            session_id=session_id,
+            parent_session=parent_session,
+            durability=self.config.durability,
+        )
+        host = self._host_for(session)
+        host.users.add(user.id)
+        if subscribe:
+            self.hub.subscribe(session.id, user)
+        return {"sessionId": session.id, "path": str(session.path), "cwd": session.cwd}
+
+    def _exists(self, session_id: str) -> bool:
+        try:
+            self._find_path(session_id)
+        except SessionNotFoundError:
+            return False
+        return True
+
+    async def load(self, user: Subscriber, session_id: str, subscribe: bool) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        if subscribe:
+            self.subscribe(user, host)
+        return host.describe()
+
+    def subscribe(self, user: Subscriber, host: SessionHost) -> None:
+        self.hub.subscribe(host.id, user)
+        host.users.add(user.id)
+        host.publish_usage(force=True)
+
+    async def unsubscribe(self, user: Subscriber, session_id: str) -> dict[str, Any]:
+        if session_id not in self.hosts and not self._exists(session_id):
+            raise SessionNotFoundError(session_id)
+        self.hub.unsubscribe(session_id, user)
+        return {}
+
+    async def close(self, user: Subscriber, session_id: str) -> dict[str, Any]:
+        host = self.hosts.get(session_id)
+        if host is None:
+            if not self._exists(session_id):
+                raise SessionNotFoundError(session_id)
+            return {}
+        self.hub.unsubscribe(session_id, user)
+        host.users.discard(user.id)
+        self._close_if_unused(session_id)
+        return {}
+
+    async def delete(self, user: Subscriber, session_id: str) -> dict[str, Any]:
+        path = (
+            self._find_path(session_id)
+            if session_id not in self.hosts
+            else self.hosts[session_id].session.path
+        )
+        host = self.hosts.pop(session_id, None)
+        if host is not None:
+            self.hub.publish(
+                session_id, {"sessionUpdate": "resync_required", "reason": "the session was deleted"}
+            )
+            for sub_id in list(host.users):
+                host.users.discard(sub_id)
+            host.session.close()
+        trash = self.layout.trash_dir
+        trash.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = trash / f"{stamp}_{path.parent.name}_{path.name}"
+        if path.exists():
+            await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        self._paths.pop(session_id, None)
+        return {"trashedPath": str(target)}
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+        if cwd is not None and not os.path.isabs(cwd):
+            raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        infos: list[SessionInfo] = await anyio.to_thread.run_sync(
+            lambda: list_sessions(self.layout, cwd, cache=self.listing)
+        )
+        start = 0
+        if cursor:
+            after = _decode_cursor(cursor)
+            start = next((i + 1 for i, info in enumerate(infos) if info.path == after), None) or _bad_cursor()
+        page = infos[start : start + limit]
+        more = start + limit < len(infos)
+        return {
+            "sessions": [_summary(i) for i in page],
+            "nextCursor": _encode_cursor(page[-1].path) if more and page else None,
+        }
+
+    # ------------------------------------------------------------------ writing
+
+    async def append(
+        self,
+        user: Subscriber,
+        session_id: str,
+        entries: list[Any],
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: str | None = None,
+    ) -> dict[str, Any]:
+        if len(entries) > self.config.limits.max_entries_per_append:
+            raise InvalidArgumentError(
+                f"at most {self.config.limits.max_entries_per_append} entries per append", field="entries"
+            )
+        host = await self.host(session_id, user)
+        pending = host.session.begin_append(
+            entries,
+            parent_id=parent_id,
+            expect_leaf_id=expect_leaf_id,
+            durability=None if durability is None else Durability(durability),
+        )
+        ids = await host.complete(pending)
+        return {"entryIds": ids, "leafId": ids[-1]}
+
+    async def set_name(
+        self, user: Subscriber, session_id: str, name: str, durability: str | None
+    ) -> dict[str, Any]:
+        result = await self.append(
+            user, session_id, [{"type": E.SESSION_INFO, "name": name}], durability=durability
+        )
+        return {"entryId": result["entryIds"][0], "name": self.hosts[session_id].session.name}
+
+    async def label(
+        self, user: Subscriber, session_id: str, entry_id: str, label: str | None, durability: str | None
+    ) -> dict[str, Any]:
+        spec: dict[str, Any] = {"type": E.LABEL, "targetId": entry_id}
+        if label:
+            spec["label"] = label
+        result = await self.append(user, session_id, [spec], durability=durability)
+        return {"entryId": result["entryIds"][0]}
+
+    async def edit(
+        self, user: Subscriber, session_id: str, target_id: str, replacement: Any, durability: str | None
+    ) -> dict[str, Any]:
+        spec = {"type": E.CONTEXT_EDIT, "targetId": target_id, "replacement": replacement}
+        result = await self.append(user, session_id, [spec], durability=durability)
+        return {"entryId": result["entryIds"][0]}
+
+    async def navigate(
+        self,
+        user: Subscriber,
+        session_id: str,
+        target_id: str | None,
+        summary: str | None,
+        summary_details: Any,
+        label: str | None,
+        durability: str | None,
+    ) -> dict[str, Any]:
+        """Pi's ``navigateTree`` with the summary supplied by the client, and a persisted move."""
+        host = await self.host(session_id, user)
+        session = host.session
+        mode = None if durability is None else Durability(durability)
+        previous = session.leaf_id
+        if target_id is not None and target_id not in session.tree:
+            raise EntryNotFoundError(target_id)
+        if key(target_id) == key(previous):
+            return {"leafId": previous, "moved": False}
+        editor_text: str | None = None
+        new_leaf: Any = target_id
+        if target_id is not None:
+            target = session.get(target_id)
+            is_user = get(target, "type") == E.MESSAGE and get(get(target, "message"), "role") == "user"
+            if is_user or get(target, "type") == E.CUSTOM_MESSAGE:
+                new_leaf = get(target, "parentId")
+                content = get(get(target, "message"), "content") if is_user else get(target, "content")
+                editor_text = content_text(content, "") if type(content) in (str, list) else ""
+        result: dict[str, Any] = {"moved": True}
+        if editor_text is not None:
+            result["editorText"] = editor_text
+        written: list[str] = []
+        if summary is not None:
+            spec: dict[str, Any] = {"type": E.BRANCH_SUMMARY, "summary": summary}
+            if summary_details is not None:
+                spec["details"] = summary_details
+            pending = session.begin_append([spec], parent_id=new_leaf, durability=mode)
+            result["summaryEntryId"] = pending.entry_ids[0]
+            written += await host.complete(pending)
+        else:
+            moved = session.begin_move_leaf(new_leaf, durability=mode)
+            if moved is not None:
+                result["markerEntryId"] = moved.entry_ids[0]
+                written += await host.complete(moved)
+        if label:
+            label_target = result.get("summaryEntryId", target_id)
+            pending = session.begin_append(
+                [{"type": E.LABEL, "targetId": label_target, "label": label}], durability=mode
+            )
+            written += await host.complete(pending)
+        host.publish_leaf(previous)
+        result["leafId"] = session.leaf_id
+        return result
+
+    async def fork(self, user: Subscriber, session_id: str, entry_id: str, position: str) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        source = host.session
+        selected = source.get(entry_id)
+        where: Literal["before", "at"] = "at" if position == "at" else "before"
+        forked: Session = await anyio.to_thread.run_sync(lambda: source.fork(entry_id, where))
+        new_host = self._host_for(forked)
+        new_host.users.add(user.id)
+        result: dict[str, Any] = {
+            "sessionId": forked.id,
+            "path": str(forked.path),
+            "leafId": forked.leaf_id,
+            "saved": forked.flushed,
+        }
+        if position == "before":
+            content = get(get(selected, "message"), "content")
+            result["selectedText"] = content_text(content, "") if type(content) in (str, list) else ""
+        return result
+
+    async def configure(
+        self, user: Subscriber, session_id: str, context_window: int | None
+    ) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        self.settings.update(session_id, contextWindow=context_window)
+        host.publish_usage()
+        return {"contextWindow": self.settings.get(session_id).get("contextWindow")}
+
+    # ------------------------------------------------------------------ reading
+
+    async def entries(
+        self, user: Subscriber, session_id: str, offset: int | None, after_id: str | None, limit: int
+    ) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        session = host.session
+        index = session.index
+        total = len(index)
+        if after_id is not None:
+            light = session.tree.get(after_id)
+            if light is None:
+                raise EntryNotFoundError(after_id)
+            start = index.position(light) + 1
+        else:
+            start = offset or 0
+        end = min(total, start + limit)
+        entries = await anyio.to_thread.run_sync(lambda: [index.full_at(i) for i in range(start, end)])
+        return {
+            "entries": entries,
+            "offset": start,
+            "nextOffset": end if end < total else None,
+            "total": total,
+        }
+
+    async def tree(self, user: Subscriber, session_id: str) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        session = host.session
+        index = session.index
+        tree = session.tree
+        children: dict[Any, int] = {}
+        for light in (tree.get(i) for i in tree.ids()):
+            parent_key = key(get(light, "parentId"))
+            children[parent_key] = children.get(parent_key, 0) + 1
+        nodes = []
+        for pos, light in enumerate(tree.entries):
+            eid = get(light, "id")
+            label = tree.label(eid)
+            node: dict[str, Any] = {
+                "id": eid,
+                "parentId": get(light, "parentId"),
+                "type": get(light, "type"),
+                "preview": index.previews[pos],
+                "timestamp": get(light, "timestamp"),
+                "childCount": children.get(key(eid), 0),
+            }
+            role = get(get(light, "message"), "role")
+            if type(role) is str:
+                node["role"] = role
+            if type(label) is str:
+                node["label"] = label
+            nodes.append(node)
+        return {"leafId": session.leaf_id, "nodes": nodes}
+
+    async def branch(
+        self, user: Subscriber, session_id: str, entry_id: str | None, full: bool
+    ) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        session = host.session
+        if entry_id is not None and entry_id not in session.tree:
+            raise EntryNotFoundError(entry_id)
+        ids = session.branch_ids(UNDEFINED if entry_id is None else entry_id)
+        result: dict[str, Any] = {"entryIds": ids}
+        if full:
+            result["entries"] = await anyio.to_thread.run_sync(
+                lambda: session.branch(UNDEFINED if entry_id is None else entry_id)
+            )
+        return result
+
+    async def context(self, user: Subscriber, session_id: str, leaf_id: str | None) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        session = host.session
+        if leaf_id is None:
+            projection = session.context()
+        else:
+            if leaf_id not in session.tree:
+                raise EntryNotFoundError(leaf_id)
+            projection = session.context_for(session.tree.branch(leaf_id))
+        messages = [
+            {"entryId": get(p.source, "id"), "message": m} for p in projection.entries for m in p.messages
+        ]
+        return {
+            "messages": messages,
+            "thinkingLevel": projection.settings.thinking_level,
+            "model": projection.settings.model,
+            "entryIds": [get(p.source, "id") for p in projection.entries],
+        }
+
+    async def usage(self, user: Subscriber, session_id: str) -> dict[str, Any]:
+        host = await self.host(session_id, user)
+        return host.usage()
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _summary(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "sessionId": info.id,
+        "path": info.path,
+        "cwd": info.cwd,
+        "title": info.name,
+        "firstMessage": info.first_message,
+        "createdAt": iso_string(info.created_ms),
+        "updatedAt": iso_string(info.modified_ms),
+        "messageCount": info.message_count,
+        "parentSession": info.parent_session_path,
+        "format": "pi",
+    }
+
+
+def _encode_cursor(path: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps({"after": path})).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        after = data["after"]
+        if type(after) is not str:
+            raise TypeError
+        return after
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgumentError("cursor is not one this server issued", field="cursor") from None
+
+
+def _bad_cursor() -> int:
+    raise InvalidArgumentError("cursor refers to a session no longer listed; list again", field="cursor")

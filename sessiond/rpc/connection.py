@@ -36,6 +36,12 @@ from .framing import Framing, FramingError, MessageReader, MessageTooLargeError,
 log = logging.getLogger("sessiond.rpc")
 
 Handler = Callable[["Connection", dict[str, Any]], Awaitable[Any]]
+
+
+def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
+    from .methods import begin_initialize  # noqa: PLC0415 (methods imports this module)
+
+    begin_initialize(conn, params)
 _ids = itertools.count(1)
 
 
@@ -122,6 +128,8 @@ class Connection:
         self.protocol.conn = self
         self.service: Any = None
         """Set by the daemon: the ``Service`` handlers call."""
+        self.initialize_handler: Callable[[Connection, dict[str, Any]], None] = handlers_initialize
+        """Validates ``initialize`` params and applies them (synchronously, before dispatch)."""
 
     @property
     def framing(self) -> Framing:
@@ -263,9 +271,18 @@ class Connection:
                 "The connection is not initialized: send initialize first",
             )
             return
-        if self.initialized and method == "initialize":
-            self._error(msg_id, ErrorCode.INVALID_REQUEST, "The connection is already initialized")
-            return
+        if method == "initialize":
+            if self.initialized:
+                self._error(msg_id, ErrorCode.INVALID_REQUEST, "The connection is already initialized")
+                return
+            # Decided here, synchronously: a client may pipeline requests right behind it.
+            try:
+                self.initialize_handler(self, params)
+            except BaseException as exc:
+                rpc = to_rpc_error(exc, method, params)
+                self._error(msg_id, ErrorCode(rpc.code), rpc.message, rpc.data)
+                return
+            self.initialized = True
         if self.in_flight >= self.limits.max_in_flight:
             self._error(
                 msg_id,
@@ -320,7 +337,7 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            raise to_rpc_error(exc, method) from None
+            raise to_rpc_error(exc, method, params) from None
         finally:
             self.in_flight -= 1
             if token is not None and type(token) in (str, int):

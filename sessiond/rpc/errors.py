@@ -46,22 +46,37 @@ class RpcError(JsonRpcException):
         super().__init__(message=message, code=int(code), data=data)
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
+def _field_path(loc: tuple[Any, ...], params: Any) -> str:
+    """The dotted path of the offending field, following the input to drop union tags.
+
+    pydantic puts a discriminated union's tag into the location (``entries.0.message.role``
+    comes back as ``entries.0.message.message.role``); the client wants the path into what
+    it sent.
+    """
     parts: list[str] = []
+    current = params
+    tag_checked = False
     for item in loc:
-        if isinstance(item, int):
-            parts.append(str(item))
-        elif item in ("function-after", "tagged-union") or str(item).startswith(("function-", "union[")):
+        if isinstance(current, dict) and not tag_checked and current.get("type") == item:
+            tag_checked = True
+            continue  # the union variant's tag, not a field
+        tag_checked = False
+        if (isinstance(current, dict) and item in current) or (
+            isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current)
+        ):
+            current = current[item]
+        elif isinstance(item, str) and item.startswith(("function-", "union[", "tagged-union")):
             continue
         else:
-            parts.append(str(item))
+            current = None
+        parts.append(str(item))
     return ".".join(parts)
 
 
-def from_validation(exc: ValidationError) -> RpcError:
+def from_validation(exc: ValidationError, params: Any = None) -> RpcError:
     problems = []
     for err in exc.errors(include_url=False, include_input=False):
-        problems.append({"field": _field_path(tuple(err["loc"])), "reason": err["msg"]})
+        problems.append({"field": _field_path(tuple(err["loc"]), params), "reason": err["msg"]})
     first = problems[0] if problems else {"field": "", "reason": "invalid"}
     message = f"Invalid params: {first['field'] or 'params'}: {first['reason']}"
     if len(problems) > 1:
@@ -69,12 +84,12 @@ def from_validation(exc: ValidationError) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, message, {"field": first["field"], "errors": problems})
 
 
-def to_rpc_error(exc: BaseException, method: str) -> RpcError:
+def to_rpc_error(exc: BaseException, method: str, params: Any = None) -> RpcError:
     """The JSON-RPC error for any exception a handler raised."""
     if isinstance(exc, RpcError):
         return exc
     if isinstance(exc, ValidationError):
-        return from_validation(exc)
+        return from_validation(exc, params)
     if isinstance(exc, E.SessiondError):
         for cls, code in _CODES:
             if isinstance(exc, cls):

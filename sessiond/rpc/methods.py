@@ -25,13 +25,16 @@ def _raw(params: dict[str, Any], name: str) -> Any:
     return params.get(name, UNDEFINED)
 
 
-async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
+def begin_initialize(conn: Connection, params: dict[str, Any]) -> None:
+    """Check and apply ``initialize`` at once, so requests pipelined behind it see its effect."""
     p = M.InitializeParams.model_validate(params)
     conn.check_token(params.get("authToken"))
     if p.capabilities and p.capabilities.notifications:
         conn.opt_out = set(p.capabilities.notifications.optOut)
     conn.client_info = p.clientInfo.model_dump() if p.clientInfo else {}
-    conn.initialized = True
+
+
+async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "serverInfo": {"name": "sessiond", "version": __version__},

@@ -1,0 +1,348 @@
+"""Every method against the real daemon over its Unix socket, results checked against the protocol models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sessiond_client import Client, RpcError
+from sessiond_protocol import METHODS, ErrorCode
+
+from tests.builders import assistant, user
+from tests.rpc.conftest import Daemon
+
+pytestmark = pytest.mark.anyio
+
+
+def msg(message: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "message", "message": message}
+
+
+async def call(client: Client, method: str, params: dict[str, Any]) -> Any:
+    """A request whose result must validate against the method's result model."""
+    result = await client.request(method, params)
+    spec = METHODS[method]
+    if spec.result is not None:
+        spec.result.model_validate(result)
+    return result
+
+
+async def new_session(client: Client, **kw: Any) -> str:
+    result = await call(client, "session/new", {"cwd": "/work/proj", **kw})
+    return str(result["sessionId"])
+
+
+def file_lines(path: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in Path(path).read_bytes().split(b"\n") if x]
+
+
+async def test_initialize_answers_capabilities(daemon: Daemon) -> None:
+    client = await daemon.client(initialize=False)
+    result = await client.request("initialize", {"protocolVersion": 1, "clientInfo": {"name": "t"}})
+    METHODS["initialize"].result.model_validate(result)  # type: ignore[union-attr]
+    assert result["serverInfo"]["name"] == "sessiond"
+    assert set(result["capabilities"]["methods"]) == set(METHODS)
+    with pytest.raises(RpcError) as exc:
+        await client.request("initialize", {"protocolVersion": 1})
+    assert exc.value.code == ErrorCode.INVALID_REQUEST
+    await client.close()
+
+
+async def test_session_lifecycle_new_append_load_list(client: Client) -> None:
+    sid = await new_session(client, subscribe=True)
+    appended = await call(
+        client,
+        "session/append",
+        {"sessionId": sid, "entries": [msg(user("hello")), msg(assistant("hi there", total=120))]},
+    )
+    assert len(appended["entryIds"]) == 2 and appended["leafId"] == appended["entryIds"][1]
+    loaded = await call(client, "session/load", {"sessionId": sid})
+    assert loaded["leafId"] == appended["leafId"] and loaded["entryCount"] == 2 and loaded["saved"]
+    lines = file_lines(loaded["path"])
+    assert [e["id"] for e in lines[1:]] == appended["entryIds"]
+    listing = await call(client, "session/list", {"cwd": "/work/proj"})
+    assert [s["sessionId"] for s in listing["sessions"]] == [sid]
+    assert listing["sessions"][0]["firstMessage"] == "hello" and listing["sessions"][0]["messageCount"] == 2
+
+
+async def test_updates_arrive_in_order(client: Client) -> None:
+    sid = await new_session(client, subscribe=True)
+    ids = []
+    for i in range(5):
+        ids += (await call(client, "session/append", {"sessionId": sid, "entries": [msg(user(f"u{i}"))]}))[
+            "entryIds"
+        ]
+    seen = []
+    async for update in client.updates(sid, timeout=5):
+        if update["sessionUpdate"] == "entries_appended":
+            seen += update["entryIds"]
+        if len(seen) == 5:
+            break
+    assert seen == ids
+
+
+async def test_usage_update_with_a_known_model(client: Client) -> None:
+    sid = await new_session(client, subscribe=True)
+    await call(
+        client,
+        "session/append",
+        {
+            "sessionId": sid,
+            "entries": [
+                {"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"},
+                msg(user("x" * 400)),
+                msg(assistant("ok", total=50_000, model="claude-sonnet-4-5")),
+            ],
+        },
+    )
+    usage = None
+    async for update in client.updates(sid, timeout=5):
+        if update["sessionUpdate"] == "usage_update":
+            usage = update
+            if usage["used"] == 50_000:
+                break
+    assert usage == {
+        "sessionUpdate": "usage_update",
+        "used": 50_000,
+        "size": 200_000,
+        "percent": 25.0,
+        "source": "api",
+    }
+    await call(client, "session/append", {"sessionId": sid, "entries": [msg(user("y" * 40))]})
+    direct = await call(client, "context/usage", {"sessionId": sid})
+    assert direct["used"] == 50_010 and direct["source"] == "estimate" and direct["usageTokens"] == 50_000
+    await call(client, "session/configure", {"sessionId": sid, "contextWindow": 100_000})
+    assert (await call(client, "context/usage", {"sessionId": sid}))["percent"] == 50.0
+
+
+async def test_append_options_and_errors(client: Client) -> None:
+    sid = await new_session(client)
+    first = (await call(client, "session/append", {"sessionId": sid, "entries": [msg(user("a"))]}))[
+        "entryIds"
+    ][0]
+    second = (await call(client, "session/append", {"sessionId": sid, "entries": [msg(assistant("b"))]}))[
+        "entryIds"
+    ][0]
+    with pytest.raises(RpcError) as exc:
+        await client.request(
+            "session/append", {"sessionId": sid, "expectLeafId": first, "entries": [msg(user("c"))]}
+        )
+    assert exc.value.code == ErrorCode.LEAF_MISMATCH and exc.value.data["currentLeafId"] == second
+    alt = await call(
+        client,
+        "session/append",
+        {
+            "sessionId": sid,
+            "parentId": first,
+            "expectLeafId": second,
+            "durability": "fsync",
+            "entries": [msg(assistant("alternative"))],
+        },
+    )
+    root = await call(
+        client, "session/append", {"sessionId": sid, "parentId": None, "entries": [msg(user("root"))]}
+    )
+    loaded = await call(client, "session/load", {"sessionId": sid})
+    lines = file_lines(loaded["path"])
+    assert lines[-2]["parentId"] == first and lines[-2]["id"] == alt["entryIds"][0]
+    assert lines[-1]["parentId"] is None and lines[-1]["id"] == root["entryIds"][0]
+    before = Path(loaded["path"]).read_bytes()
+    for params, code, field in [
+        ({"sessionId": sid, "entries": []}, ErrorCode.INVALID_PARAMS, "entries"),
+        ({"sessionId": sid, "entries": [{"type": "nope"}]}, ErrorCode.INVALID_PARAMS, "entries.0"),
+        (
+            {"sessionId": sid, "entries": [msg({"role": "branchSummary"})]},
+            ErrorCode.INVALID_PARAMS,
+            "entries.0.message.role",
+        ),
+        (
+            {"sessionId": sid, "entries": [{"type": "label", "targetId": "zz", "label": "x"}]},
+            ErrorCode.ENTRY_NOT_FOUND,
+            None,
+        ),
+        ({"sessionId": sid, "parentId": "zz", "entries": [msg(user("x"))]}, ErrorCode.ENTRY_NOT_FOUND, None),
+        ({"sessionId": "no-such-session", "entries": [msg(user("x"))]}, ErrorCode.SESSION_NOT_FOUND, None),
+        ({"sessionId": "bad id!", "entries": [msg(user("x"))]}, ErrorCode.INVALID_PARAMS, "sessionId"),
+        (
+            {"sessionId": sid, "entries": [msg(user("x"))], "durability": "later"},
+            ErrorCode.INVALID_PARAMS,
+            "durability",
+        ),
+    ]:
+        with pytest.raises(RpcError) as exc:
+            await client.request("session/append", params)
+        assert exc.value.code == code, (params, exc.value)
+        if field is not None:
+            assert exc.value.data["field"].startswith(field), exc.value.data
+        assert "Traceback" not in exc.value.message
+    assert Path(loaded["path"]).read_bytes() == before
+
+
+async def test_entries_paging(client: Client) -> None:
+    sid = await new_session(client)
+    ids = (
+        await call(
+            client, "session/append", {"sessionId": sid, "entries": [msg(user(f"m{i}")) for i in range(7)]}
+        )
+    )["entryIds"]
+    page = await call(client, "session/entries", {"sessionId": sid, "limit": 3})
+    assert [e["id"] for e in page["entries"]] == ids[:3] and page["nextOffset"] == 3 and page["total"] == 7
+    page = await call(
+        client, "session/entries", {"sessionId": sid, "offset": page["nextOffset"], "limit": 10}
+    )
+    assert [e["id"] for e in page["entries"]] == ids[3:] and page["nextOffset"] is None
+    page = await call(client, "session/entries", {"sessionId": sid, "afterId": ids[4]})
+    assert [e["id"] for e in page["entries"]] == ids[5:]
+
+
+async def test_tree_branch_navigate_label(client: Client) -> None:
+    sid = await new_session(client, subscribe=True)
+    u1, a1, u2, a2 = (
+        await call(
+            client,
+            "session/append",
+            {
+                "sessionId": sid,
+                "entries": [
+                    msg(user("one")),
+                    msg(assistant("a1")),
+                    msg(user("two")),
+                    msg(assistant("a2")),
+                ],
+            },
+        )
+    )["entryIds"]
+    nav = await call(client, "tree/navigate", {"sessionId": sid, "targetId": u2, "summary": "tried two"})
+    assert nav["editorText"] == "two" and nav["summaryEntryId"] == nav["leafId"]
+    tree = await call(client, "tree/get", {"sessionId": sid})
+    by_id = {n["id"]: n for n in tree["nodes"]}
+    assert by_id[a1]["childCount"] == 2 and by_id[u2]["preview"] == "two" and by_id[u2]["role"] == "user"
+    assert tree["leafId"] == nav["leafId"]
+    branch = await call(client, "tree/branch", {"sessionId": sid, "full": True})
+    assert branch["entryIds"] == [u1, a1, nav["summaryEntryId"]]
+    assert branch["entries"][-1]["type"] == "branch_summary" and branch["entries"][-1]["fromId"] == a2
+    moved = await call(client, "tree/navigate", {"sessionId": sid, "targetId": a2, "label": "keep"})
+    assert moved["markerEntryId"] and moved["moved"] and "editorText" not in moved
+    lab = await call(client, "tree/label", {"sessionId": sid, "entryId": u1, "label": "start"})
+    tree = await call(client, "tree/get", {"sessionId": sid})
+    labels = {n["id"]: n.get("label") for n in tree["nodes"]}
+    assert labels[u1] == "start" and labels[a2] == "keep" and lab["entryId"] in labels
+    same = await call(client, "tree/navigate", {"sessionId": sid, "targetId": tree["leafId"]})
+    assert same["moved"] is False
+    kinds = [
+        u["sessionUpdate"]
+        for u in (p["update"] for m, p in client.drain_notifications() if m == "session/update")
+    ]
+    assert "leaf_changed" in kinds and "label_update" in kinds
+
+
+async def test_context_get_and_edit(client: Client) -> None:
+    sid = await new_session(client)
+    u, a = (
+        await call(
+            client,
+            "session/append",
+            {
+                "sessionId": sid,
+                "entries": [
+                    msg(user("question")),
+                    msg(assistant("answer")),
+                ],
+            },
+        )
+    )["entryIds"]
+    ctx = await call(client, "context/get", {"sessionId": sid})
+    assert [m["entryId"] for m in ctx["messages"]] == [u, a] and ctx["entryIds"] == [u, a]
+    await call(client, "context/edit", {"sessionId": sid, "targetId": a, "replacement": {"content": "short"}})
+    ctx = await call(client, "context/get", {"sessionId": sid})
+    assert ctx["messages"][1]["message"]["content"] == [{"type": "text", "text": "short"}]
+    await call(client, "context/edit", {"sessionId": sid, "targetId": a, "replacement": None})
+    assert [m["entryId"] for m in (await call(client, "context/get", {"sessionId": sid}))["messages"]] == [u]
+    assert (await call(client, "context/get", {"sessionId": sid, "leafId": u}))["entryIds"] == [u]
+    with pytest.raises(RpcError) as exc:
+        await client.request("context/edit", {"sessionId": sid, "targetId": "nope", "replacement": None})
+    assert exc.value.code == ErrorCode.ENTRY_NOT_FOUND and exc.value.message == "Entry nope not found"
+
+
+async def test_set_name_fork_delete_close(client: Client, daemon: Daemon) -> None:
+    sid = await new_session(client, subscribe=True)
+    u1, a1, u2 = (
+        await call(
+            client,
+            "session/append",
+            {
+                "sessionId": sid,
+                "entries": [
+                    msg(user("one")),
+                    msg(assistant("a")),
+                    msg(user("two")),
+                ],
+            },
+        )
+    )["entryIds"]
+    named = await call(client, "session/setName", {"sessionId": sid, "name": "  My\nsession "})
+    assert named["name"] == "My session"
+    forked = await call(client, "session/fork", {"sessionId": sid, "entryId": u2, "position": "before"})
+    assert forked["selectedText"] == "two" and forked["saved"]
+    assert [e["id"] for e in file_lines(forked["path"])[1:]] == [u1, a1]
+    cloned = await call(client, "session/fork", {"sessionId": sid, "entryId": u2, "position": "at"})
+    assert file_lines(cloned["path"])[0]["parentSession"].endswith(f"_{sid}.jsonl")
+    deleted = await call(client, "session/delete", {"sessionId": cloned["sessionId"]})
+    assert Path(deleted["trashedPath"]).exists() and not Path(cloned["path"]).exists()
+    assert Path(deleted["trashedPath"]).parent == daemon.store / "trash"
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/load", {"sessionId": cloned["sessionId"]})
+    assert exc.value.code == ErrorCode.SESSION_NOT_FOUND
+    assert await call(client, "session/close", {"sessionId": sid}) == {}
+    listed = await call(client, "session/list", {})
+    assert {s["sessionId"] for s in listed["sessions"]} == {sid, forked["sessionId"]}
+
+
+async def test_list_pagination_and_bad_cursor(client: Client) -> None:
+    sids = []
+    for i in range(5):
+        sid = await new_session(client)
+        await call(client, "session/append", {"sessionId": sid, "entries": [msg(user(f"s{i}", ts=1000 + i))]})
+        sids.append(sid)
+    page = await call(client, "session/list", {"limit": 2})
+    got = [s["sessionId"] for s in page["sessions"]]
+    while page["nextCursor"]:
+        page = await call(client, "session/list", {"limit": 2, "cursor": page["nextCursor"]})
+        got += [s["sessionId"] for s in page["sessions"]]
+    assert sorted(got) == sorted(sids) and len(got) == 5
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/list", {"cursor": "garbage"})
+    assert exc.value.code == ErrorCode.INVALID_PARAMS and exc.value.data["field"] == "cursor"
+
+
+async def test_subscribe_unsubscribe_and_opt_out(daemon: Daemon) -> None:
+    writer = await daemon.client()
+    quiet = await daemon.client(notifications={"optOut": ["usage_update"]})
+    sid = await new_session(writer)
+    await call(quiet, "session/subscribe", {"sessionId": sid})
+    await call(writer, "session/append", {"sessionId": sid, "entries": [msg(user("x"))]})
+    _method, params = await quiet.notification(timeout=5)
+    assert params["update"]["sessionUpdate"] == "entries_appended"
+    await call(quiet, "session/unsubscribe", {"sessionId": sid})
+    await call(writer, "session/append", {"sessionId": sid, "entries": [msg(user("y"))]})
+    await call(quiet, "context/usage", {"sessionId": sid})  # a round trip: anything queued has arrived
+    assert [n for n in quiet.drain_notifications() if n[0] == "session/update"] == []
+    await writer.close()
+    await quiet.close()
+
+
+async def test_new_session_errors(client: Client) -> None:
+    for params, code in [
+        ({"cwd": "relative/path"}, ErrorCode.INVALID_PARAMS),
+        ({"cwd": "/x", "sessionId": "-bad"}, ErrorCode.INVALID_PARAMS),
+        ({}, ErrorCode.INVALID_PARAMS),
+    ]:
+        with pytest.raises(RpcError) as exc:
+            await client.request("session/new", params)
+        assert exc.value.code == code
+    await call(client, "session/new", {"cwd": "/x", "sessionId": "taken-1"})
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/new", {"cwd": "/x", "sessionId": "taken-1"})
+    assert exc.value.code == ErrorCode.SESSION_EXISTS

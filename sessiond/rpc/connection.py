@@ -26,6 +26,7 @@ from pygls.exceptions import JsonRpcMethodNotFound
 from pygls.protocol import JsonRPCProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.server import JsonRPCServer
+
 from sessiond_protocol import ErrorCode
 
 from ..model.js_json import JSONParseError, dumps, parse
@@ -42,6 +43,8 @@ def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
     from .methods import begin_initialize  # noqa: PLC0415 (methods imports this module)
 
     begin_initialize(conn, params)
+
+
 _ids = itertools.count(1)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
+
 from sessiond_protocol import ErrorCode
 
 from .. import errors as E

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
+
 from sessiond_protocol import ERRORS, METHODS, NOTIFICATIONS, ErrorCode, MethodSpec, generate
 
 SPECS = list(METHODS.values())

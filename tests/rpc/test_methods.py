@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
-
 from tests.builders import assistant, user
 from tests.rpc.conftest import Daemon
 

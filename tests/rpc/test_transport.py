@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessiond_client import Client, RpcError
 from sessiond_protocol import ErrorCode
-
 from tests.builders import user
 from tests.rpc.conftest import Daemon, start_daemon
 

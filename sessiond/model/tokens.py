@@ -287,19 +287,21 @@ def estimate_projected_context_tokens(
     """
     estimate = estimate_context_tokens(projection.messages, estimator)
     if estimate.last_usage_index is not None:
-        seen = 0
+        # Both searches run from the end: the anchor is usually one of the last messages,
+        # so the cost follows what came after it, not the length of the session.
+        end = len(projection.messages)
         usage_entry: Any = UNDEFINED
-        for projected in projection.entries:
-            nxt = seen + len(projected.messages)
-            if estimate.last_usage_index < nxt:
+        for projected in reversed(projection.entries):
+            start = end - len(projected.messages)
+            if start <= estimate.last_usage_index < end:
                 usage_entry = get(projected.source, "id")
                 break
-            seen = nxt
+            end = start
         usage_index = -1
         if truthy(usage_entry):
             target = key(usage_entry)
-            for i, entry in enumerate(branch):
-                if key(get(entry, "id")) == target:
+            for i in range(len(branch) - 1, -1, -1):
+                if key(get(branch[i], "id")) == target:
                     usage_index = i
                     break
         invalidating = -1

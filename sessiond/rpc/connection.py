@@ -80,7 +80,10 @@ class SessiondProtocol(JsonRPCProtocol):
             payload: dict[str, Any] = {"jsonrpc": "2.0", "id": data.id, "result": data.result}
         elif isinstance(data, ResponseErrorMessage) and data.error is not None:
             error: dict[str, Any] = {"code": data.error.code, "message": data.error.message}
-            if data.error.data is not None:
+            if data.error.code == ErrorCode.REQUEST_CANCELLED:  # pygls' own answer to a cancel
+                error = {"code": data.error.code, "message": f"Request {data.id} was cancelled"}
+                error["data"] = {"requestId": data.id}
+            elif data.error.data is not None:
                 error["data"] = data.error.data
             payload = {"jsonrpc": "2.0", "id": data.id, "error": error}
         elif isinstance(data, JsonRPCNotification):
@@ -297,9 +300,23 @@ class Connection:
         if msg_id in self.protocol._request_futures:
             self._error(msg_id, ErrorCode.INVALID_REQUEST, f"A request with id {msg_id!r} is still running")
             return
+        if method not in self.handlers:
+            self._error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
+            return
+        # Counted from dispatch (not from when the handler starts): a burst read in one go is
+        # dispatched before any handler runs. The future's callback also covers cancellation.
+        self.in_flight += 1
         self.protocol.handle_message(
             JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
         )
+        future = self.protocol._request_futures.get(msg_id)
+        if future is None:
+            self.in_flight -= 1  # answered synchronously
+        else:
+            future.add_done_callback(self._request_done)
+
+    def _request_done(self, _future: Any) -> None:
+        self.in_flight -= 1
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "exit":
@@ -331,7 +348,6 @@ class Connection:
 
     async def call(self, method: str, handler: Handler, params: dict[str, Any]) -> Any:
         """Run a handler (called by pygls); every failure becomes a precise JSON-RPC error."""
-        self.in_flight += 1
         token = params.get("workDoneToken") if isinstance(params, dict) else None
         if token is not None and type(token) in (str, int):
             self.progress(token, "begin", title=method)
@@ -342,7 +358,6 @@ class Connection:
         except BaseException as exc:
             raise to_rpc_error(exc, method, params) from None
         finally:
-            self.in_flight -= 1
             if token is not None and type(token) in (str, int):
                 self.progress(token, "end")
 

@@ -22,6 +22,9 @@ from ..store.session import PendingAppend, Session
 from .hub import Hub
 from .windows import context_window
 
+USAGE_FIELDS = ("used", "size", "percent", "source")
+"""The fields of a ``usage_update``."""
+
 
 class SessionHost:
     def __init__(
@@ -108,7 +111,7 @@ class SessionHost:
         if not self.hub.subscriber_count(self.id):
             return
         usage = self.usage()
-        public = {k: usage[k] for k in ("used", "size", "percent", "source")}
+        public = {k: usage[k] for k in USAGE_FIELDS}
         if force or public != self._last_usage:
             self._last_usage = public
             self.hub.publish(self.id, {"sessionUpdate": "usage_update", **public})

@@ -28,7 +28,7 @@ from ..store.journal import Durability
 from ..store.listing import ListingCache, SessionInfo, iso_string, list_sessions, read_header
 from ..store.session import Session
 from .config import Config
-from .host import SessionHost, default_window_for
+from .host import USAGE_FIELDS, SessionHost, default_window_for
 from .hub import Hub, Subscriber
 from .settings import SessionSettings
 
@@ -158,7 +158,8 @@ class Service:
     def subscribe(self, user: Subscriber, host: SessionHost) -> None:
         self.hub.subscribe(host.id, user)
         host.users.add(user.id)
-        host.publish_usage(force=True)
+        usage = host.usage()
+        user.send_update(host.id, {"sessionUpdate": "usage_update", **{k: usage[k] for k in USAGE_FIELDS}})
 
     async def unsubscribe(self, user: Subscriber, session_id: str) -> dict[str, Any]:
         if session_id not in self.hosts and not self._exists(session_id):

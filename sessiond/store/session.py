@@ -37,9 +37,10 @@ from ..formats.pi import LoadDiagnostics, encode_line, header_version, load_sess
 from ..model import entries as E
 from ..model.entries import Entry
 from ..model.js import UNDEFINED, get, iso_now, key, nullish, trim, truthy
-from ..model.messages import current_system_message
+from ..model.messages import current_system_message, entry_messages
 from ..model.projection import (
     ContextSettings,
+    ProjectedEntry,
     Projection,
     context_entries,
     context_settings,
@@ -311,12 +312,21 @@ class Session:
         self._light_ctx = _LightContext(leaf, len(self._index), path, context_settings(path), ctx)
         return self._light_ctx
 
-    def _extend_light_context(self, parent: Any, light: Any, is_new_id: bool) -> None:
-        """After an append: extend the cached path if the entry hangs below its leaf."""
+    def _extend_light_context(self, parent: Any, light: Any, is_new_id: bool, full: Entry) -> None:
+        """After an append: extend the cached path (and projection) if the entry hangs below the leaf.
+
+        Keeps rebuilding context after an append proportional to what was appended: the
+        projection grows by the new entry's messages unless the entry changes how earlier
+        ones project (a compaction or a context edit), which rebuilds it from the context
+        entries.
+        """
         cached = self._light_ctx
+        previous = self._projection
+        self._projection = None
         if cached is None or not is_new_id or cached.leaf != key(parent) or type(light) is not dict:
             self._light_ctx = None
             return
+        before = (cached.leaf, cached.count)
         cached.path.append(light)
         cached.settings = next_settings(cached.settings, light)
         if light.get("type") == E.COMPACTION:
@@ -326,6 +336,18 @@ class Session:
             cached.ctx.append(light)
         cached.leaf = key(light.get("id", UNDEFINED))
         cached.count = len(self._index)
+        t = light.get("type")
+        if previous is not None and previous[0] == before and t not in (E.COMPACTION, E.CONTEXT_EDIT):
+            old = previous[1]
+            messages = entry_messages(full)
+            self._projection = (
+                (cached.leaf, cached.count),
+                Projection(
+                    [*old.entries, ProjectedEntry(full, messages)],
+                    [*old.messages, *messages],
+                    cached.settings,
+                ),
+            )
 
     def _current_branch(self) -> list[Any]:
         """Light entries root -> leaf (Pi's ``getBranch()``), from the cache when it is current."""
@@ -619,8 +641,8 @@ class Session:
         mode = durability or self.durability
         lines = [encode_line(e) for e in entries]
         ids = [str(e["id"]) for e in entries]
-        self._projection = None
         if self._journal is None:
+            self._projection = None
             self._light_ctx = None
             if not any(self._is_conversation(e) for e in entries) and not self._has_conversation():
                 for entry, line in zip(entries, lines, strict=True):
@@ -633,7 +655,7 @@ class Session:
         for entry, line in zip(entries, lines, strict=True):
             is_new_id = entry["id"] not in self._index.tree
             light = self._index.add(entry, offset, len(line), keep=True)
-            self._extend_light_context(entry.get("parentId"), light, is_new_id)
+            self._extend_light_context(entry.get("parentId"), light, is_new_id, entry)
             offset += len(line)
         self._scan_end = end
         return PendingAppend(ids, self._journal if mode is Durability.FSYNC else None, end)

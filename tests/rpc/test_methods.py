@@ -346,3 +346,19 @@ async def test_new_session_errors(client: Client) -> None:
     with pytest.raises(RpcError) as exc:
         await client.request("session/new", {"cwd": "/x", "sessionId": "taken-1"})
     assert exc.value.code == ErrorCode.SESSION_EXISTS
+
+
+async def test_a_new_subscriber_gets_the_usage_alone(daemon: Daemon) -> None:
+    a = await daemon.client()
+    sid = await new_session(a, subscribe=True)
+    await call(a, "session/append", {"sessionId": sid, "entries": [msg(user("x"))]})
+    await call(a, "context/usage", {"sessionId": sid})
+    a.drain_notifications()
+    b = await daemon.client()
+    await call(b, "session/subscribe", {"sessionId": sid})
+    _method, params = await b.notification()
+    assert params["update"]["sessionUpdate"] == "usage_update"
+    await call(a, "context/usage", {"sessionId": sid})
+    assert a.drain_notifications() == []
+    await a.close()
+    await b.close()

@@ -332,6 +332,7 @@ __all__ = [
     "PiEstimator",
     "TiktokenEstimator",
     "TokenEstimator",
+    "UsageTracker",
     "assistant_usage",
     "calculate_context_tokens",
     "estimate_context_tokens",
@@ -341,3 +342,78 @@ __all__ = [
     "message_chars",
     "should_compact",
 ]
+
+
+class UsageTracker:
+    """:func:`estimate_projected_context_tokens`, kept current while the context only grows.
+
+    A daemon reports usage after every append. Recomputing from scratch costs the whole
+    context; this keeps the few running quantities the result depends on — the last usage
+    anchor, what was estimated after it, the estimate of everything but system messages,
+    the latest edit/compaction on the branch — and folds in only the new messages. Anything
+    that changes earlier projections (a compaction, a context edit, a system message) falls
+    back to a full computation. ``extend`` returns exactly what a full computation would.
+    """
+
+    def __init__(self, estimator: TokenEstimator = PI) -> None:
+        self.estimator = estimator
+        self.messages = 0
+        self.branch = 0
+        self.estimate = ContextEstimate(0, 0, 0, None)
+        self._anchor: int | None = None
+        self._anchor_tokens: float = 0
+        self._anchor_trusted = False
+        self._trailing: float = 0
+        self._nonsystem: float = 0
+        self._system: float = 0
+
+    def reset(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
+        est = self.estimator
+        messages = projection.messages
+        self.messages, self.branch = len(messages), len(branch)
+        self._nonsystem = 0
+        for m in messages:
+            if get(m, "role") != "system":
+                self._nonsystem += est.message_tokens(m)
+        system = current_system_message(messages)
+        self._system = est.message_tokens(system) if system is not None else 0
+        self.estimate = estimate_projected_context_tokens(projection, branch, est)
+        anchored = estimate_context_tokens(messages, est)
+        self._anchor = anchored.last_usage_index
+        self._anchor_tokens = anchored.usage_tokens
+        self._trailing = anchored.trailing_tokens
+        self._anchor_trusted = self.estimate.last_usage_index is not None
+        return self.estimate
+
+    def extend(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
+        """The estimate after ``projection``/``branch`` grew by appending (else: ``reset``)."""
+        est = self.estimator
+        messages = projection.messages
+        if len(messages) < self.messages or len(branch) < self.branch:
+            return self.reset(projection, branch)
+        for entry in branch[self.branch :]:
+            if get(entry, "type") in (E.CONTEXT_EDIT, E.COMPACTION):
+                return self.reset(projection, branch)
+        new = messages[self.messages :]
+        if any(get(m, "role") == "system" for m in new):
+            return self.reset(projection, branch)
+        for offset, m in enumerate(new):
+            tokens = est.message_tokens(m)
+            self._nonsystem += tokens
+            usage = assistant_usage(m)
+            if usage is not None:
+                self._anchor = self.messages + offset
+                self._anchor_tokens = calculate_context_tokens(usage)
+                self._trailing = 0
+                # A new anchor comes from an appended entry, after any edit or compaction.
+                self._anchor_trusted = True
+            else:
+                self._trailing += tokens
+        self.messages, self.branch = len(messages), len(branch)
+        if self._anchor is not None and self._anchor_trusted:
+            total = self._anchor_tokens + self._trailing
+            self.estimate = ContextEstimate(total, self._anchor_tokens, self._trailing, self._anchor)
+        else:
+            total = self._system + self._nonsystem
+            self.estimate = ContextEstimate(total, 0, total, None)
+        return self.estimate

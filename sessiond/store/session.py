@@ -47,7 +47,7 @@ from ..model.projection import (
     next_settings,
     project_entries,
 )
-from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from ..model.tokens import PI, ContextEstimate, TokenEstimator, UsageTracker
 from ..model.tree import SessionTree, TreeNode
 from .ids import short_id, uuid7
 from .index import DEFAULT_CACHE_BYTES, SessionIndex
@@ -133,6 +133,9 @@ class Session:
         self._scan_end = scan_end
         self._projection: tuple[Hashable, Projection] | None = None
         self._light_ctx: _LightContext | None = None
+        self._generation = 0
+        """Bumped whenever the projection is rebuilt rather than extended."""
+        self._usage: dict[str, tuple[int, UsageTracker]] = {}
         if journal is not None:
             index.read_body = journal.pread
         self._tail_start = -1  # offset of an unterminated last line indexed at open, if any
@@ -297,6 +300,7 @@ class Session:
             light = self._light_context()
             projection = project_entries(self._index.full_path(light.ctx), light.settings)
             self._projection = (cache_key, projection)
+            self._generation += 1
             return projection
 
     def _light_context(self) -> _LightContext:
@@ -357,10 +361,20 @@ class Session:
         return self._light_context().path
 
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
-        """Tokens of the current context: last trusted usage + estimate of what follows."""
+        """Tokens of the current context: last trusted usage + estimate of what follows.
+
+        Kept current incrementally while appends only extend the context, so asking after
+        every append costs what was appended (a ``UsageTracker`` per estimator).
+        """
         with self._lock:
             projection = self.context()
-            return estimate_projected_context_tokens(projection, self._current_branch(), estimator)
+            branch = self._current_branch()
+            cached = self._usage.get(estimator.name)
+            if cached is not None and cached[0] == self._generation:
+                return cached[1].extend(projection, branch)
+            tracker = UsageTracker(estimator)
+            self._usage[estimator.name] = (self._generation, tracker)
+            return tracker.reset(projection, branch)
 
     def prepare_compaction(
         self, settings: CompactionSettings, estimator: TokenEstimator = PI
@@ -602,13 +616,22 @@ class Session:
         if parent is None:
             light_path: list[Any] = []
         elif key(parent) == key(tree.leaf_id) and truthy(parent):
-            light_path = list(self._light_context().path)
+            light_path = self._light_context().path  # read only here; never copied per append
         else:
             light_path = tree.branch(parent)
-        on_path = {key(get(e, "id")) for e in light_path}
         staged: dict[Hashable, Entry] = {}
         entries: list[Entry] = []
         leaf_before = self._leaf_for_append()
+        on_path_cache: set[Hashable] = set()
+
+        def on_path(entry_id: Any) -> bool:
+            """Whether an id is on the branch being extended (built only if a spec asks)."""
+            k = key(entry_id)
+            if k in staged:
+                return True
+            if not on_path_cache and light_path:
+                on_path_cache.update(key(get(e, "id")) for e in light_path)
+            return k in on_path_cache
 
         def system_snapshot() -> Any:
             ctx = context_entries([*light_path, *entries])
@@ -618,7 +641,7 @@ class Session:
         for index, spec in enumerate(specs):
             view = StageView(
                 exists=lambda i: i in tree or key(i) in staged,
-                on_branch=lambda i: key(i) in on_path,
+                on_branch=on_path,
                 lookup=lambda i: staged.get(key(i)) or tree.get(i),
                 leaf=leaf_before,
                 system_snapshot=system_snapshot,
@@ -632,7 +655,6 @@ class Session:
             entries.append(entry)
             eid = entry["id"]
             staged[key(eid)] = entry
-            on_path.add(key(eid))
             parent = leaf_before = eid
         return self._write_locked(entries, durability)
 

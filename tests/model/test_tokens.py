@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 
 from sessiond.model.projection import project
 from sessiond.model.tokens import (
     PI,
     TiktokenEstimator,
+    UsageTracker,
     calculate_context_tokens,
     estimate_context_tokens,
     estimate_projected_context_tokens,
@@ -124,3 +126,51 @@ def test_unknown_estimator_is_a_clear_error() -> None:
         assert "pi" in str(exc) and "tiktoken" in str(exc)
     else:
         raise AssertionError("expected ValueError")
+
+
+def test_usage_tracker_matches_a_full_computation_at_every_step() -> None:
+    for seed in range(20):
+        rng = random.Random(seed)
+        s = Ledger()
+        tracker = UsageTracker()
+        for step in range(120):
+            r = rng.random()
+            if r < 0.3:
+                s.user("u" * rng.randint(0, 400))
+            elif r < 0.55:
+                s.assistant(
+                    "a" * rng.randint(0, 300),
+                    total=rng.choice([0, rng.randint(1, 90_000)]),
+                    stop=rng.choice(["stop", "stop", "aborted", "error", "toolUse"]),
+                )
+            elif r < 0.62:
+                s.tool_result("r" * rng.randint(0, 3000))
+            elif r < 0.66:
+                s.message({"role": "system", "content": "sys" * rng.randint(1, 50), "timestamp": step})
+            elif r < 0.7:
+                s.custom_message("note", "n" * rng.randint(1, 100))
+            elif r < 0.73:
+                s.compaction("sum" * rng.randint(1, 30), rng.choice([e["id"] for e in s.entries]))
+            elif r < 0.76:
+                targets = [e["id"] for e in s.entries if e.get("message", {}).get("role") == "user"]
+                if targets:
+                    s.context_edit(rng.choice(targets), rng.choice([None, {"content": "edited"}]))
+            elif r < 0.8:
+                s.custom("state")
+            else:
+                s.message(
+                    {
+                        "role": "bashExecution",
+                        "command": "ls",
+                        "output": "o" * rng.randint(0, 200),
+                        "exitCode": 0,
+                        "cancelled": False,
+                        "truncated": False,
+                        "timestamp": step,
+                    }
+                )
+            branch = s.tree().branch()
+            projection = project(branch)
+            expected = estimate_projected_context_tokens(projection, branch)
+            got = tracker.extend(projection, branch) if step else tracker.reset(projection, branch)
+            assert got == expected, (seed, step)

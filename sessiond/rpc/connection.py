@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hmac
 import itertools
 import logging
@@ -55,14 +56,41 @@ class _Server(JsonRPCServer):
         pass
 
 
+_CONVERTER: Any = None
+
+
 def _converter() -> Any:
-    return converters.get_converter()  # pygls wants one; sessiond's messages never go through it
+    """pygls wants a cattrs converter; sessiond's messages never go through it, so one is shared.
+
+    Building lsprotocol's converter costs ~20 ms (it generates code); once per process.
+    """
+    global _CONVERTER  # noqa: PLW0603 (a lazily built process-wide constant)
+    if _CONVERTER is None:
+        _CONVERTER = converters.get_converter()
+    return _CONVERTER
 
 
 class SessiondProtocol(JsonRPCProtocol):
     """pygls' protocol with sessiond's method table and orjson framing on the way out."""
 
     conn: Connection
+
+    def handle_message(self, message: Any) -> None:
+        """Dispatch on the message's concrete class.
+
+        pygls tests runtime-checkable Protocols with ``isinstance``, ~20 µs a message; the
+        connection already built the exact pygls class, so the class says what it is.
+        """
+        ctx = contextvars.copy_context()
+        cls = type(message)
+        if cls is JsonRPCRequestMessage:
+            ctx.run(self._handle_request, message.id, message.method, message.params)
+        elif cls is JsonRPCNotification:
+            ctx.run(self._handle_notification, message.method, message.params)
+        elif cls is JsonRPCResponseMessage:
+            ctx.run(self._handle_response, message.id, message.result)
+        else:
+            ctx.run(self._handle_response, message.id, None, message.error)
 
     def _get_handler(self, feature_name: str) -> Any:
         handler = self.conn.handlers.get(feature_name)
@@ -340,7 +368,7 @@ class Connection:
             err = ResponseError(
                 code=error.get("code", -32603), message=str(error.get("message", "")), data=error.get("data")
             )
-            self.protocol.handle_message(ResponseErrorMessage(id=message["id"], error=err))  # type: ignore[arg-type]
+            self.protocol.handle_message(ResponseErrorMessage(id=message["id"], error=err))
         else:
             self.protocol.handle_message(
                 JsonRPCResponseMessage(id=message["id"], jsonrpc="2.0", result=message.get("result"))

@@ -19,7 +19,13 @@ from typing import Any, Literal
 import anyio
 import orjson
 
-from ..errors import EntryNotFoundError, InvalidArgumentError, SessiondError, SessionExistsError
+from ..errors import (
+    EntryNotFoundError,
+    InvalidArgumentError,
+    NotASessionError,
+    SessiondError,
+    SessionExistsError,
+)
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, key
 from ..model.messages import content_text
@@ -67,15 +73,20 @@ class Service:
         known = self._paths.get(session_id)
         if known is not None and known.exists():
             return known
+        invalid: Path | None = None
         for candidate in sorted(self.layout.sessions_dir.glob(f"*/*_{session_id}.jsonl")):
             header = read_header(candidate)
             if header is not None and header.get("id") == session_id:
                 self._paths[session_id] = candidate
                 return candidate
+            if header is None and candidate.is_file():
+                invalid = candidate
         for info in list_sessions(self.layout, cache=self.listing):
             if info.id == session_id:
                 self._paths[session_id] = Path(info.path)
                 return Path(info.path)
+        if invalid is not None:
+            raise NotASessionError(str(invalid), "its first JSON line is not a session header")
         raise SessionNotFoundError(session_id)
 
     async def host(self, session_id: str, user: Subscriber | None = None) -> SessionHost:

@@ -362,3 +362,80 @@ async def test_a_new_subscriber_gets_the_usage_alone(daemon: Daemon) -> None:
     assert a.drain_notifications() == []
     await a.close()
     await b.close()
+
+
+async def test_domain_error_codes(client: Client, daemon: Daemon) -> None:
+    sid = await new_session(client)
+    mc = (
+        await call(
+            client,
+            "session/append",
+            {"sessionId": sid, "entries": [{"type": "model_change", "provider": "p", "modelId": "m"}]},
+        )
+    )["entryIds"][0]
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/fork", {"sessionId": sid, "entryId": mc, "position": "at"})
+    assert exc.value.code == ErrorCode.NOT_SAVED
+    u1, a1 = (
+        await call(
+            client, "session/append", {"sessionId": sid, "entries": [msg(user("one")), msg(assistant("a"))]}
+        )
+    )["entryIds"]
+    with pytest.raises(RpcError) as exc:
+        await client.request("context/edit", {"sessionId": sid, "targetId": mc, "replacement": None})
+    assert exc.value.code == ErrorCode.NOT_EDITABLE
+    assert exc.value.message == f"Entry {mc} does not contribute editable model content"
+    await call(client, "session/append", {"sessionId": sid, "parentId": u1, "entries": [msg(assistant("b"))]})
+    with pytest.raises(RpcError) as exc:
+        await client.request("context/edit", {"sessionId": sid, "targetId": a1, "replacement": None})
+    assert exc.value.code == ErrorCode.NOT_ON_BRANCH and exc.value.data["entryId"] == a1
+    # a file that is named like a session but is not one
+    bad_dir = daemon.store / "sessions" / "--junk--"
+    bad_dir.mkdir(parents=True)
+    (bad_dir / "2026-01-01T00-00-00-000Z_junk-1.jsonl").write_text('{"type":"message"}\n')
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/load", {"sessionId": "junk-1"})
+    assert exc.value.code == ErrorCode.NOT_A_SESSION and exc.value.data["path"].endswith("_junk-1.jsonl")
+    # the file changed underneath: truncated by someone else
+    path = (await call(client, "session/load", {"sessionId": sid}))["path"]
+    with open(path, "r+b") as f:
+        f.truncate(Path(path).stat().st_size - 3)
+    with pytest.raises(RpcError) as exc:
+        await client.request("session/append", {"sessionId": sid, "entries": [msg(user("x"))]})
+    assert exc.value.code == ErrorCode.SESSION_CHANGED and "truncated" in exc.value.message
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="mounting a small tmpfs needs root")
+async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path: Path) -> None:
+    import subprocess  # noqa: PLC0415
+
+    from tests.rpc.conftest import start_daemon  # noqa: PLC0415
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=False
+    ).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        d = start_daemon(mount)
+        try:
+            c = await d.client()
+            sid = await new_session(c)
+            await call(c, "session/append", {"sessionId": sid, "entries": [msg(user("first"))]})
+            big = "z" * 100_000
+            codes = []
+            for _ in range(5):
+                try:
+                    await c.request("session/append", {"sessionId": sid, "entries": [msg(user(big))]})
+                except RpcError as exc:
+                    codes.append((exc.code, (exc.data or {}).get("errno")))
+            assert (ErrorCode.STORAGE_ERROR, 28) in codes
+            loaded = await call(c, "session/load", {"sessionId": sid})
+            lines = file_lines(loaded["path"])  # the file loads: no half line was left behind
+            assert len(lines) - 1 == loaded["entryCount"]
+            await c.close()
+        finally:
+            d.stop()
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)

@@ -30,6 +30,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -44,6 +45,8 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
+
+from measure import Scratch, pct, summary  # noqa: E402
 
 from sessiond.formats.pi import encode_line, load_session  # noqa: E402
 from sessiond.model import entries as E  # noqa: E402
@@ -110,43 +113,8 @@ def _messages(n: int, seed: int) -> list[dict[str, Any]]:
     return msgs
 
 
-def _pct(samples: list[float], q: float) -> float:
-    s = sorted(samples)
-    if not s:
-        return float("nan")
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
-def _summary(samples_s: list[float], wall_s: float) -> dict[str, float]:
-    return {
-        "p50Us": _pct(samples_s, 0.50) * 1e6,
-        "p99Us": _pct(samples_s, 0.99) * 1e6,
-        "perSec": len(samples_s) / wall_s if wall_s > 0 else float("nan"),
-        "n": len(samples_s),
-    }
-
-
 def _median_of_runs(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-
-
-class Scratch:
-    """Scratch files under ``benchmarks/out/journal-tmp`` (same disk as the repo)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        self._n = 0
-
-    def new_dir(self, name: str) -> Path:
-        self._n += 1
-        d = self.root / f"{self._n:03d}-{name}"
-        d.mkdir()
-        return d
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- 1. one writer
@@ -170,7 +138,7 @@ def _session_appends(
     path = session.path
     session.close()
     lines = path.read_bytes().splitlines(keepends=True)[2:]  # the bytes the timed appends wrote
-    return _summary(samples, wall), lines
+    return summary(samples, wall), lines
 
 
 def _bare_appends(scratch: Scratch, lines: list[bytes], sync: bool) -> dict[str, float]:
@@ -191,7 +159,7 @@ def _bare_appends(scratch: Scratch, lines: list[bytes], sync: bool) -> dict[str,
         wall = perf() - t0
     finally:
         os.close(fd)
-    return _summary(samples, wall)
+    return summary(samples, wall)
 
 
 def bench_single(
@@ -282,7 +250,7 @@ def _concurrent_session(
     finally:
         setattr(journal_module, "os", os)  # noqa: B010
         session.close()
-    return _summary(samples, wall), counter.syncs
+    return summary(samples, wall), counter.syncs
 
 
 def _concurrent_session_own_sync(
@@ -310,7 +278,7 @@ def _concurrent_session_own_sync(
     finally:
         os.close(fd)
         session.close()
-    return _summary(samples, wall)
+    return summary(samples, wall)
 
 
 def _concurrent_bare(scratch: Scratch, writers: int, per_writer: int, lines: list[bytes]) -> dict[str, float]:
@@ -334,7 +302,7 @@ def _concurrent_bare(scratch: Scratch, writers: int, per_writer: int, lines: lis
         samples, wall = _threads(writers, work)
     finally:
         os.close(fd)
-    return _summary(samples, wall)
+    return summary(samples, wall)
 
 
 def bench_concurrent(
@@ -408,7 +376,7 @@ def bench_size(
                 wall = perf() - t0
                 session.close()
                 copy.unlink()
-                per_size[size].append(_summary(samples, wall))
+                per_size[size].append(summary(samples, wall))
         row: dict[str, Any] = {"mode": mode.value, "smallMB": small, "largeMB": large}
         row["small"] = _median_of_runs(per_size[small])
         row["large"] = _median_of_runs(per_size[large])
@@ -535,7 +503,7 @@ def bench_context(
         "sizeMB": size,
         "contextMessages": contexts,
         "afterAppendMs": statistics.median(warm) * 1e3,
-        "afterAppendP99Ms": _pct(warm, 0.99) * 1e3,
+        "afterAppendP99Ms": pct(warm, 0.99) * 1e3,
         "coldMs": statistics.median(cold) * 1e3,
         "fullLoadMs": statistics.median(full) * 1e3,
     }

@@ -43,6 +43,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -60,6 +61,8 @@ import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
+
+from measure import Scratch, summary  # noqa: E402
 
 REPO = Path(_HERE).parent
 OUT_DIR = Path(_HERE) / "out"
@@ -128,23 +131,6 @@ def message_bytes() -> dict[str, float]:
 # --------------------------------------------------------------------------- statistics
 
 
-def _pct(samples: list[float], q: float) -> float:
-    s = sorted(samples)
-    if not s:
-        return float("nan")
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
-def _summary(samples_s: list[float], wall_s: float) -> dict[str, float]:
-    return {
-        "p50Us": _pct(samples_s, 0.50) * 1e6,
-        "p99Us": _pct(samples_s, 0.99) * 1e6,
-        "maxUs": max(samples_s) * 1e6 if samples_s else float("nan"),
-        "perSec": len(samples_s) / wall_s if wall_s > 0 else float("nan"),
-        "n": len(samples_s),
-    }
-
-
 def _median_of_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Median of every numeric field over the runs; ``max*`` fields: the max over the runs."""
     out: dict[str, Any] = {}
@@ -191,7 +177,7 @@ def floor_child(cfg: dict[str, Any]) -> dict[str, Any]:
     path = session.path
     session.close()
     lines = path.read_bytes().splitlines()[-cfg["count"] :]
-    result = _summary(samples, wall)
+    result = summary(samples, wall)
     result["lineBytes"] = sum(len(x) + 1 for x in lines) / max(1, len(lines))
     return result
 
@@ -399,25 +385,6 @@ def child_main(kind: str, cfg: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------- the daemon
 
 
-class Scratch:
-    """Scratch stores under ``benchmarks/out/rpc-tmp`` (same disk as the repo)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        self._n = 0
-
-    def new_dir(self, name: str) -> Path:
-        self._n += 1
-        d = self.root / f"{self._n:03d}-{name}"
-        d.mkdir()
-        return d
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -609,7 +576,7 @@ async def run_case(
 
     lat = [x for r in results for x in r["lat"]]
     wall = max(r["last"] for r in results) - t0
-    row: dict[str, Any] = _summary(lat, wall)
+    row: dict[str, Any] = summary(lat, wall)
     window = c1 - c0
     daemon_cpu = cpu1 - cpu0
     clients_cpu = sum(r["cpu"] for r in results)
@@ -622,7 +589,7 @@ async def run_case(
         recv = dict(sub["recv"])
         sent = [(eid, t) for r in results for eid, t in r["sent"]]
         notify = [recv[eid] - t for eid, t in sent if eid in recv]
-        n = _summary(notify, wall)
+        n = summary(notify, wall)
         row["notifyP50Us"], row["notifyP99Us"], row["notifyMaxUs"] = n["p50Us"], n["p99Us"], n["maxUs"]
         row["notifyMatched"] = len(notify) / max(1, len(sent))
         kinds = sub["kinds"]

@@ -136,3 +136,57 @@ class LeafMismatchError(SessiondError):
         )
         self.expected = expected
         self.current = current
+
+
+class ClientRequestError(SessiondError):
+    """A client answered a request of the server (e.g. ``compaction/summarize``) with an error."""
+
+    def __init__(self, method: str, code: int, message: str) -> None:
+        super().__init__(f"The client answered {method} with error {code}: {message}", code=code)
+        self.method = method
+        self.code = code
+
+
+class CompactionRunningError(SessiondError):
+    """A second compaction of a session while one runs (they would both cut the same branch)."""
+
+    def __init__(self, session_id: str, compaction_id: str) -> None:
+        super().__init__(
+            f"A compaction of session {session_id} is already running ({compaction_id})",
+            sessionId=session_id,
+            compactionId=compaction_id,
+        )
+        self.compaction_id = compaction_id
+
+
+class NothingToCompactError(SessiondError):
+    """Pi's ``Already compacted`` / ``Nothing to compact (session too small)``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message, reason=reason)
+        self.reason = reason
+
+
+class SummaryRefusedError(SessiondError):
+    """A summarizer's answer that must not become a checkpoint (error, cut off, tool call, empty,
+    timeout); nothing was written."""
+
+    def __init__(self, message: str, summarizer: str, reason: str) -> None:
+        super().__init__(message, summarizer=summarizer, reason=reason)
+        self.summarizer = summarizer
+        self.reason = reason
+
+
+class PreparationStaleError(SessiondError):
+    """A preparation (or a running compaction) whose branch changed in a way the cut no longer fits."""
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message, **data)
+
+
+class SummarizerUnavailableError(SessiondError):
+    """The chosen summarizer cannot be used at all (not configured, no capable client, ...)."""
+
+    def __init__(self, message: str, summarizer: str | None = None) -> None:
+        super().__init__(message, summarizer=summarizer)
+        self.summarizer = summarizer

@@ -32,6 +32,11 @@ class ErrorCode(IntEnum):
     NOT_SAVED = -32020
     NOT_A_SESSION = -32021
     MESSAGE_TOO_LARGE = -32022
+    COMPACTION_RUNNING = -32023
+    NOTHING_TO_COMPACT = -32024
+    SUMMARY_REFUSED = -32025
+    PREPARATION_STALE = -32026
+    SUMMARIZER_UNAVAILABLE = -32027
 
 
 ERRORS: dict[ErrorCode, str] = {
@@ -56,4 +61,9 @@ ERRORS: dict[ErrorCode, str] = {
     ErrorCode.NOT_SAVED: "The session has no file yet (no user or assistant message was appended).",
     ErrorCode.NOT_A_SESSION: "The file is not a valid session.",
     ErrorCode.MESSAGE_TOO_LARGE: "The message exceeds the maximum message size.",
+    ErrorCode.COMPACTION_RUNNING: "A compaction of this session is already running (`data.compactionId`).",
+    ErrorCode.NOTHING_TO_COMPACT: "Nothing to compact: `data.reason` is `already_compacted` or `nothing_to_compact`.",
+    ErrorCode.SUMMARY_REFUSED: "The summarizer's answer cannot be a checkpoint (error, cut off, a tool call, empty); nothing was written.",
+    ErrorCode.PREPARATION_STALE: "The preparation no longer matches the branch (it moved, or was already compacted).",
+    ErrorCode.SUMMARIZER_UNAVAILABLE: "The chosen summarizer cannot be used (not configured, no capable client connected).",
 }

@@ -27,7 +27,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json
 
 from .errors import ERRORS, ErrorCode
 from .methods import METHODS, AppendParams, EntriesParams, ListParams, MethodSpec, SessionRef
-from .notifications import NOTIFICATIONS
+from .notifications import NOTIFICATIONS, SERVER_REQUESTS
 from .version import PROTOCOL_VERSION
 
 __all__ = [
@@ -142,6 +142,9 @@ def _schema_inputs() -> list[tuple[type[BaseModel], JsonSchemaMode]]:
             add(spec.result, "serialization")
     for model in NOTIFICATIONS.values():
         add(model, "serialization")
+    for params, result in SERVER_REQUESTS.values():
+        add(params, "serialization")
+        add(result, "validation")
     return inputs
 
 
@@ -190,6 +193,10 @@ def build_schema() -> JSON:
         for spec in METHODS.values()
     }
     notifications = {name: ref(model, "serialization") for name, model in NOTIFICATIONS.items()}
+    server_requests = {
+        name: {"params": ref(params, "serialization"), "result": ref(result, "validation")}
+        for name, (params, result) in SERVER_REQUESTS.items()
+    }
     errors = {str(int(code)): {"description": ERRORS[code], "name": code.name} for code in ErrorCode}
     return {
         "$schema": DIALECT,
@@ -199,6 +206,7 @@ def build_schema() -> JSON:
             "protocolVersion": PROTOCOL_VERSION,
             "methods": methods,
             "notifications": notifications,
+            "serverRequests": server_requests,
             "errors": errors,
         },
         "$defs": _canonical(defs),
@@ -501,6 +509,18 @@ class _Renderer:
             lines += ["", target["description"]]
         return lines + self.field_tables(target)
 
+    def server_request(self, name: str) -> list[str]:
+        lines = [f"### {_code(name)}", ""]
+        for what in ("params", "result"):
+            ref = self.meta["serverRequests"][name][what]
+            model = ref["$ref"].removeprefix(REF_PREFIX)
+            target = self.resolve(ref["$ref"])
+            lines += [f"{what.title()}: {_code(model)}."]
+            if target.get("description"):
+                lines += ["", target["description"]]
+            lines += [*self.field_tables(target), ""]
+        return lines[:-1]
+
     def errors_table(self) -> list[str]:
         raisers: dict[int, list[str]] = {int(c): [] for c in ErrorCode}
         for spec in METHODS.values():
@@ -655,13 +675,24 @@ def render_spec(schema: JSON | None = None) -> str:
         links = ", ".join(f"[{_code(n)}](#{_slug(n)})" for n in names)
         lines.append(f"* **{area}**: {links}")
     links = ", ".join(f"[{_code(n)}](#{_slug(n)})" for n in NOTIFICATIONS)
-    lines += [f"* [Notifications](#notifications): {links}", "* [Error codes](#error-codes)"]
+    lines += [f"* [Notifications](#notifications): {links}"]
+    links = ", ".join(f"[{_code(n)}](#{_slug(n)})" for n in SERVER_REQUESTS)
+    lines += [f"* [Server requests](#server-requests): {links}", "* [Error codes](#error-codes)"]
     lines += ["", "## Methods"]
     for spec in METHODS.values():
         lines += ["", *r.method(spec)]
     lines += ["", "## Notifications", "", "Sent by the server; they get no response."]
     for name in NOTIFICATIONS:
         lines += ["", *r.notification(name)]
+    lines += [
+        "",
+        "## Server requests",
+        "",
+        "Sent by the server to a client that declared the matching capability; answer them like any "
+        "JSON-RPC request. A `$/cancelRequest` from the server means the answer is no longer needed.",
+    ]
+    for name in SERVER_REQUESTS:
+        lines += ["", *r.server_request(name)]
     lines += ["", "## Error codes", "", *r.errors_table()]
     return "\n".join(line.rstrip() for line in lines) + "\n"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -46,13 +46,36 @@ class UsageUpdate(Result):
     source: Literal["api", "estimate", "unknown"]
 
 
+class CompactionUpdate(Result):
+    """ACP's compaction_update, with sessiond's reason and retry hint."""
+
+    sessionUpdate: Literal["compaction_update"]
+    compactionId: str
+    status: Literal["in_progress", "completed", "failed", "cancelled"]
+    reason: Literal["manual", "threshold", "overflow"]
+    willRetry: bool = Field(
+        False, description="After an overflow: the agent should retry its last request now."
+    )
+    summary: str | None = None
+    error: str | None = None
+    entryId: str | None = Field(None, description="The compaction entry (completed).")
+    tokensBefore: int | None = None
+    tokensAfter: int | None = None
+
+
 class ResyncRequired(Result):
     sessionUpdate: Literal["resync_required"]
     reason: str = Field(description="Updates were dropped (a slow reader) or the file changed underneath.")
 
 
 SessionUpdateKind = Annotated[
-    EntriesAppended | LeafChanged | SessionInfoUpdate | LabelUpdate | UsageUpdate | ResyncRequired,
+    EntriesAppended
+    | LeafChanged
+    | SessionInfoUpdate
+    | LabelUpdate
+    | UsageUpdate
+    | CompactionUpdate
+    | ResyncRequired,
     Field(discriminator="sessionUpdate"),
 ]
 
@@ -85,8 +108,51 @@ class LogMessage(BaseModel):
     message: str
 
 
+class SummarizeParams(BaseModel):
+    """Write one summary for a compaction of a session, with your own model.
+
+    Send ``systemPrompt`` as the system prompt and ``prompt`` as the one user message (it
+    already holds the conversation, the previous summary and the instructions); or build your
+    own request from the parts. Keep the answer within ``maxTokens``.
+    """
+
+    sessionId: str
+    compactionId: str = Field(description="The compaction this summary is for (see compaction_update).")
+    kind: Literal["history", "turn_prefix"] = Field(
+        description="history: the conversation so far; turn_prefix: the beginning of a turn cut in two."
+    )
+    systemPrompt: str
+    prompt: str = Field(description="The complete user message to send.")
+    conversation: str = Field(description="The serialized conversation alone (also inside prompt).")
+    previousSummary: str | None = Field(description="The summary being updated (also inside prompt).")
+    customInstructions: str | None
+    maxTokens: int = Field(description="The output budget for the summary.")
+
+
+class SummarizeResult(BaseModel):
+    """The client's answer to ``compaction/summarize``.
+
+    Refused (nothing is written) when ``stopReason`` is ``error`` or ``length``, when
+    ``content`` holds a ``toolCall`` block, or when the text is empty. ``summary`` or
+    ``content`` (Pi assistant content blocks, text blocks joined with a newline) carries
+    the text; answering with a JSON-RPC error fails the compaction with that message.
+    """
+
+    summary: str | None = Field(None, description="The summary text.")
+    content: list[dict[str, Any]] | None = Field(None, description="Or: the model's content blocks.")
+    stopReason: str = Field("stop", description="The model's stop reason.")
+    errorMessage: str | None = None
+    usage: dict[str, Any] | None = Field(None, description="The model's usage; stored on the checkpoint.")
+
+
 NOTIFICATIONS: dict[str, type[BaseModel]] = {
     "session/update": SessionUpdate,
     "$/progress": Progress,
     "window/logMessage": LogMessage,
 }
+
+
+SERVER_REQUESTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "compaction/summarize": (SummarizeParams, SummarizeResult),
+}
+"""Requests the server sends to clients that declared the matching capability."""

@@ -23,13 +23,14 @@ from typing import Any
 
 from lsprotocol import converters
 from lsprotocol.types import ResponseError, ResponseErrorMessage
-from pygls.exceptions import JsonRpcMethodNotFound
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pygls.protocol import JsonRPCProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.server import JsonRPCServer
 
 from sessiond_protocol import ErrorCode
 
+from ..errors import ClientRequestError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
 from .errors import RpcError, to_rpc_error
@@ -47,6 +48,7 @@ def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
 
 
 _ids = itertools.count(1)
+_server_request_ids = itertools.count(1)
 
 
 class _Server(JsonRPCServer):
@@ -151,6 +153,8 @@ class Connection:
         self.closed = False
         self.client_info: dict[str, Any] = {}
         self.opt_out: set[str] = set()
+        self.summarizer = False
+        """The client answers ``compaction/summarize`` (declared in ``initialize``)."""
         self.in_flight = 0
         self._out: deque[bytes] = deque()
         self._out_bytes = 0
@@ -439,8 +443,28 @@ class Connection:
             self._notify("window/logMessage", {"type": level, "message": message})
 
     async def request_client(self, method: str, params: Any) -> Any:
-        """A server -> client request (e.g. asking a summarizer); raises on an error answer."""
-        return await self.protocol.send_request_async(method, params)
+        """A server -> client request (e.g. asking a summarizer for a summary).
+
+        Raises :class:`ClientRequestError` when the client answers with an error and
+        ``ConnectionError`` when the connection closes first. Cancelling the awaiting task
+        sends ``$/cancelRequest`` so the client can stop working on it.
+        """
+        if self.closed:
+            raise ConnectionError(f"connection {self.id} is closed")
+        msg_id = f"sessiond-{next(_server_request_ids)}"
+        future = self.protocol.send_request(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                self.protocol._request_futures.pop(msg_id, None)
+                if not self.closed:
+                    self._notify("$/cancelRequest", {"id": msg_id})
+                raise
+            raise ConnectionError(f"connection {self.id} closed before answering {method}") from None
+        except JsonRpcException as exc:
+            raise ClientRequestError(method, exc.code, exc.message) from None
 
     def check_token(self, token: Any) -> None:
         if self._auth_token is None:

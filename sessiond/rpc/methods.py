@@ -32,6 +32,7 @@ def begin_initialize(conn: Connection, params: dict[str, Any]) -> None:
     if p.capabilities and p.capabilities.notifications:
         conn.opt_out = set(p.capabilities.notifications.optOut)
     conn.client_info = p.clientInfo.model_dump() if p.clientInfo else {}
+    conn.summarizer = bool(p.capabilities and p.capabilities.summarizer)
 
 
 async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
@@ -48,8 +49,10 @@ async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
                 "session_info_update",
                 "label_update",
                 "usage_update",
+                "compaction_update",
                 "resync_required",
             ],
+            "serverRequests": ["compaction/summarize"],
             "cancellation": ["$/cancelRequest", "$/cancel_request"],
             "durability": ["buffered", "fsync"],
             "estimator": conn.service.estimator.name,
@@ -166,6 +169,78 @@ async def context_edit(conn: Connection, params: dict[str, Any]) -> Any:
     return await conn.service.edit(conn, p.sessionId, p.targetId, params.get("replacement"), p.durability)
 
 
+async def compaction_prepare(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.PrepareParams.model_validate(params)
+    return await conn.service.compactor.prepare(
+        conn, p.sessionId, p.keepRecentTokens, p.reserveTokens, p.customInstructions
+    )
+
+
+async def compaction_commit(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.CommitParams.model_validate(params)
+    return await conn.service.compactor.commit(
+        conn,
+        p.sessionId,
+        p.summary,
+        params["firstKeptEntryId"],
+        p.tokensBefore,
+        p.preparationId,
+        params.get("details"),
+        params.get("usage"),
+        p.fromHook,
+        p.durability,
+    )
+
+
+async def compaction_run(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.RunParams.model_validate(params)
+    token = p.workDoneToken
+
+    def progress(message: str, percentage: int | None) -> None:
+        if token is not None:
+            value: dict[str, Any] = {"message": message}
+            if percentage is not None:
+                value["percentage"] = percentage
+            conn.progress(token, "report", **value)
+
+    return await conn.service.compactor.run(
+        conn,
+        p.sessionId,
+        p.reason,
+        p.customInstructions,
+        p.keepRecentTokens,
+        p.reserveTokens,
+        p.summarizer,
+        progress,
+    )
+
+
+async def compaction_cancel(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    await conn.service.host(p.sessionId, conn)
+    cancelled = conn.service.compactor.cancel(p.sessionId)
+    return {"cancelled": cancelled is not None, "compactionId": cancelled}
+
+
+async def compaction_microcompact(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.MicrocompactParams.model_validate(params)
+    return await conn.service.compactor.microcompact(
+        conn, p.sessionId, p.keepRecent, p.tools, p.dryRun, p.durability
+    )
+
+
+async def compaction_snip(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SnipParams.model_validate(params)
+    return await conn.service.compactor.snip(
+        conn, p.sessionId, p.fromEntryId, p.toEntryId, p.dryRun, p.durability
+    )
+
+
+async def compaction_settings(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SettingsParams.model_validate(params)
+    return await conn.service.compactor.update_settings(conn, p.sessionId, params.get("set"))
+
+
 HANDLERS: dict[str, Handler] = {
     "initialize": initialize,
     "shutdown": shutdown,
@@ -188,6 +263,13 @@ HANDLERS: dict[str, Handler] = {
     "context/get": context_get,
     "context/usage": context_usage,
     "context/edit": context_edit,
+    "compaction/prepare": compaction_prepare,
+    "compaction/commit": compaction_commit,
+    "compaction/run": compaction_run,
+    "compaction/cancel": compaction_cancel,
+    "compaction/microcompact": compaction_microcompact,
+    "compaction/snip": compaction_snip,
+    "compaction/settings": compaction_settings,
 }
 
 assert set(HANDLERS) == set(METHODS), set(HANDLERS) ^ set(METHODS)

@@ -267,6 +267,7 @@ class Daemon:
             conn.close()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=3)
+        await self.service.compactor.close()
         self.service.close_all()
         if self.socket_path is not None:
             with contextlib.suppress(FileNotFoundError):

@@ -15,6 +15,26 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     max_in_flight = 64
     notification_queue = 4096
     header_timeout = 30.0
+    [compaction]                     # defaults for every session (compaction/settings overrides)
+    enabled = true                   # automatic threshold and overflow compaction
+    reserve_tokens = 16384
+    keep_recent_tokens = 20000
+    summarizer = "auto"              # auto | client | command | http | extractive
+    [compaction.model_overrides."anthropic/claude-sonnet-4"]
+    reserve_tokens = 32000
+    [compaction.microcompact]
+    enabled = false
+    keep_recent = 3
+    [summarizer]
+    timeout = 300.0                  # seconds a client summarizer may take
+    [summarizer.command]             # the prompt on stdin, the summary on stdout
+    argv = ["llm", "-m", "my-model"]
+    timeout = 120.0
+    [summarizer.http]                # an OpenAI-compatible /chat/completions endpoint
+    base_url = "http://127.0.0.1:8080/v1"
+    model = "my-model"
+    api_key_env = "OPENAI_API_KEY"   # the variable holding the key (never the key itself)
+    timeout = 120.0
 """
 
 from __future__ import annotations
@@ -26,9 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessiondError
+from ..errors import InvalidArgumentError, SessiondError
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
+from .compaction_settings import Settings as CompactionDefaults
+from .compaction_settings import apply as apply_compaction
 
 
 class ConfigError(SessiondError):
@@ -53,12 +75,37 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class CommandConfig:
+    argv: tuple[str, ...]
+    timeout: float = 120.0
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = 120.0
+
+
+@dataclass(frozen=True)
+class SummarizerConfig:
+    timeout: float = 300.0
+    """Seconds a client summarizer may take for one summary."""
+    command: CommandConfig | None = None
+    http: HttpConfig | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     layout: StoreLayout
     durability: Durability = Durability.BUFFERED
     estimator: str = "pi"
     context_windows: Mapping[str, int] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    compaction: CompactionDefaults = field(default_factory=CompactionDefaults)
+    summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
     socket_path: Path | None = None
     config_file: Path | None = None
 
@@ -152,8 +199,17 @@ def load_config(
             raise ConfigError(
                 f"limits.{name} must be a positive {type(known[name]).__name__}", field=f"limits.{name}"
             )
+    compaction_data = data.get("compaction", {})
+    if not isinstance(compaction_data, dict):
+        raise ConfigError("compaction must be a table", field="compaction")
+    try:
+        compaction = apply_compaction(CompactionDefaults(), compaction_data, "compaction")
+    except InvalidArgumentError as exc:
+        raise ConfigError(exc.message, field=exc.field) from None
     return Config(
         layout=StoreLayout(root),
+        compaction=compaction,
+        summarizer=_summarizer(data.get("summarizer", {})),
         durability=durability,
         estimator=estimator,
         context_windows=windows,
@@ -161,3 +217,55 @@ def load_config(
         socket_path=socket,
         config_file=path,
     )
+
+
+def _positive(table: dict[str, Any], name: str, default: float, where: str) -> float:
+    value = table.get(name, default)
+    if type(value) not in (int, float) or not value > 0:
+        raise ConfigError(f"{where}.{name} must be a positive number of seconds", field=f"{where}.{name}")
+    return float(value)
+
+
+def _only(table: dict[str, Any], known: set[str], where: str) -> None:
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"unknown keys in [{where}]: {', '.join(sorted(unknown))}", field=where)
+
+
+def _summarizer(data: Any) -> SummarizerConfig:
+    if not isinstance(data, dict):
+        raise ConfigError("summarizer must be a table", field="summarizer")
+    _only(data, {"timeout", "command", "http"}, "summarizer")
+    command: CommandConfig | None = None
+    http: HttpConfig | None = None
+    if "command" in data:
+        table = data["command"]
+        where = "summarizer.command"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table", field=where)
+        _only(table, {"argv", "timeout", "env"}, where)
+        argv = table.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise ConfigError(f"{where}.argv must be a non-empty list of strings", field=f"{where}.argv")
+        env = table.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ConfigError(f"{where}.env must map names to strings", field=f"{where}.env")
+        command = CommandConfig(tuple(argv), _positive(table, "timeout", 120.0, where), env)
+    if "http" in data:
+        table = data["http"]
+        where = "summarizer.http"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table", field=where)
+        _only(table, {"base_url", "model", "api_key_env", "timeout"}, where)
+        for name in ("base_url", "model"):
+            if not isinstance(table.get(name), str) or not table[name]:
+                raise ConfigError(f"{where}.{name} must be a non-empty string", field=f"{where}.{name}")
+        if not str(table["base_url"]).startswith(("http://", "https://")):
+            raise ConfigError(f"{where}.base_url must be an http(s) URL", field=f"{where}.base_url")
+        key_env = table.get("api_key_env")
+        if key_env is not None and (not isinstance(key_env, str) or not key_env):
+            raise ConfigError(f"{where}.api_key_env must be a variable name", field=f"{where}.api_key_env")
+        http = HttpConfig(
+            table["base_url"], table["model"], key_env, _positive(table, "timeout", 120.0, where)
+        )
+    return SummarizerConfig(_positive(data, "timeout", 300.0, "summarizer"), command, http)

@@ -33,6 +33,7 @@ from ..model.tokens import get_estimator
 from ..store.journal import Durability
 from ..store.listing import ListingCache, SessionInfo, iso_string, list_sessions, read_header
 from ..store.session import Session
+from .compactor import Compactor
 from .config import Config
 from .host import USAGE_FIELDS, SessionHost, default_window_for
 from .hub import Hub, Subscriber
@@ -59,6 +60,9 @@ class Service:
         self._window_for = default_window_for(
             dict(config.context_windows), lambda sid: self.settings.get(sid).get("contextWindow")
         )
+        self.clients: dict[int, Subscriber] = {}
+        """Connections that used a session, by id (to find a summarizing client)."""
+        self.compactor = Compactor(self)
         self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ hosts
@@ -105,11 +109,23 @@ class Service:
             self._opening.pop(session_id, None)
         if user is not None:
             host.users.add(user.id)
+            self.clients[user.id] = user
         return host
+
+    def summarizing_client(self, host: SessionHost, preferred: Any = None) -> Any:
+        """A connection of this session that can summarise (``preferred`` if it can)."""
+        if preferred is not None and getattr(preferred, "summarizer", False) and preferred.id in host.users:
+            return preferred
+        for user_id in sorted(i for i in host.users if i > 0):
+            client = self.clients.get(user_id)
+            if client is not None and getattr(client, "summarizer", False):
+                return client
+        return None
 
     def release(self, user: Subscriber) -> None:
         """A connection went away: drop its subscriptions, close sessions nobody uses."""
         self.hub.unsubscribe_all(user)
+        self.clients.pop(user.id, None)
         for session_id, host in list(self.hosts.items()):
             host.users.discard(user.id)
             self._close_if_unused(session_id)
@@ -149,6 +165,7 @@ class Service:
         )
         host = self._host_for(session)
         host.users.add(user.id)
+        self.clients[user.id] = user
         if subscribe:
             self.hub.subscribe(session.id, user)
         return {"sessionId": session.id, "path": str(session.path), "cwd": session.cwd}
@@ -169,6 +186,7 @@ class Service:
     def subscribe(self, user: Subscriber, host: SessionHost) -> None:
         self.hub.subscribe(host.id, user)
         host.users.add(user.id)
+        self.clients[user.id] = user
         usage = host.usage()
         user.send_update(host.id, {"sessionUpdate": "usage_update", **{k: usage[k] for k in USAGE_FIELDS}})
 
@@ -252,6 +270,7 @@ class Service:
             durability=None if durability is None else Durability(durability),
         )
         ids = await host.complete(pending)
+        self.compactor.after_append(host, ids)
         return {"entryIds": ids, "leafId": ids[-1]}
 
     async def set_name(

@@ -353,6 +353,11 @@ class Session:
                 ),
             )
 
+    def current_branch(self) -> list[Any]:
+        """Light entries root -> leaf (cached while appends extend the leaf; do not modify)."""
+        with self._lock:
+            return self._current_branch()
+
     def _current_branch(self) -> list[Any]:
         """Light entries root -> leaf (Pi's ``getBranch()``), from the cache when it is current."""
         leaf = self._index.tree.leaf_id
@@ -382,6 +387,13 @@ class Session:
         with self._lock:
             branch = self._current_branch()
             return prepare_compaction(branch, settings, estimator, projection=self.context_for(branch))
+
+    def prepare_compaction_at_leaf(
+        self, settings: CompactionSettings, estimator: TokenEstimator = PI
+    ) -> tuple[Any, CompactionPreparation | NoCompaction]:
+        """The preparation and the leaf it was made at, as one consistent view (for staleness checks)."""
+        with self._lock:
+            return self._index.tree.leaf_id, self.prepare_compaction(settings, estimator)
 
     def context_for(self, path: list[Any]) -> Projection:
         """The projection of an arbitrary light path (reading only its context entries)."""

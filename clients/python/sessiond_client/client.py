@@ -52,6 +52,9 @@ class Client:
         self._handlers: dict[str, ServerRequestHandler] = {}
         self._closed = asyncio.Event()
         self._answering: set[asyncio.Future[None]] = set()
+        self._answering_by_id: dict[Any, asyncio.Future[None]] = {}
+        self.cancelled_requests: list[Any] = []
+        """Ids of server requests the server cancelled (``$/cancelRequest``)."""
         self._read_task = asyncio.ensure_future(self._read_loop())
 
     # ------------------------------------------------------------------ connecting
@@ -221,7 +224,20 @@ class Client:
         if "method" in message and "id" in message:
             task = asyncio.ensure_future(self._answer(message))
             self._answering.add(task)
+            self._answering_by_id[message["id"]] = task
             task.add_done_callback(self._answering.discard)
+            request_id = message["id"]
+
+            def forget(_task: asyncio.Future[None]) -> None:
+                self._answering_by_id.pop(request_id, None)
+
+            task.add_done_callback(forget)
+        elif message.get("method") == "$/cancelRequest":
+            request_id = (message.get("params") or {}).get("id")
+            self.cancelled_requests.append(request_id)
+            running = self._answering_by_id.get(request_id)
+            if running is not None:
+                running.cancel()  # the server no longer wants the answer: stop the handler
         elif "method" in message:
             self._notifications.put_nowait((message["method"], message.get("params")))
         else:

@@ -1,0 +1,98 @@
+"""Micro-compaction and snip in the daemon: the plans of ``compaction.micro``, written as edits.
+
+Automatic micro-compaction (off by default: it rewrites the context's middle, which costs a
+prompt-cache miss once) runs after a client's append, on two triggers counted in tool
+results, not tokens (seed 001 §2): enough compactable tool results still have their content
+(``triggerCount``), or a user message arrives after an idle gap (``gapMinutes``: the cache
+has gone cold anyway, so rewriting the prefix costs nothing extra).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..compaction import micro
+from ..compaction.policy import timestamp_ms
+from ..errors import InvalidArgumentError
+from ..model.js import get
+from ..model.tokens import TokenEstimator
+from ..store.journal import Durability
+from ..store.session import PendingAppend
+from .compaction_settings import MicrocompactSettings
+
+if TYPE_CHECKING:
+    from .host import SessionHost
+
+
+def automatic(
+    host: SessionHost,
+    settings: MicrocompactSettings,
+    messages: list[tuple[Any, Any]],
+    estimator: TokenEstimator,
+) -> PendingAppend | None:
+    """Clear old tool results if an appended batch (``(entryId, role)`` pairs) triggers it."""
+    session = host.session
+    projection = session.context()
+    roles = {role for _, role in messages}
+    trigger = False
+    if "toolResult" in roles and settings.trigger_count is not None:
+        trigger = micro.active_compactable(projection, settings.tools) >= settings.trigger_count
+    if not trigger and "user" in roles and settings.gap_minutes is not None:
+        user_id = next(i for i, role in reversed(messages) if role == "user")
+        sent = timestamp_ms(get(get(session.get(user_id), "message"), "timestamp"))
+        previous = next((m for m in reversed(projection.messages) if get(m, "role") == "assistant"), None)
+        answered = timestamp_ms(get(previous, "timestamp"))
+        if sent is not None and answered is not None:
+            trigger = sent - answered >= settings.gap_minutes * 60_000
+    if not trigger:
+        return None
+    clearings = micro.plan_microcompact(projection, settings.keep_recent, settings.tools, estimator)
+    if not clearings:
+        return None
+    pending = session.begin_append(micro.microcompact_specs(clearings))
+    host.announce(pending.entry_ids)
+    return pending
+
+
+async def clear_old_results(
+    host: SessionHost,
+    keep_recent: int,
+    tools: tuple[str, ...] | list[str],
+    estimator: TokenEstimator,
+    dry_run: bool,
+    durability: Durability | None,
+) -> dict[str, Any]:
+    """``compaction/microcompact``."""
+    clearings = micro.plan_microcompact(host.session.context(), keep_recent, tools, estimator)
+    written: list[str] = []
+    if clearings and not dry_run:
+        pending = host.session.begin_append(micro.microcompact_specs(clearings), durability=durability)
+        written = await host.complete(pending)
+    return {
+        "cleared": [
+            {
+                "entryId": c.entry_id,
+                "toolName": c.tool_name if type(c.tool_name) is str else None,
+                "tokensSaved": c.tokens_saved,
+            }
+            for c in clearings
+        ],
+        "entryIds": written,
+        "tokensSaved": sum(c.tokens_saved for c in clearings),
+    }
+
+
+async def snip(
+    host: SessionHost, from_id: str, to_id: str, dry_run: bool, durability: Durability | None
+) -> dict[str, Any]:
+    """``compaction/snip``: hide ``from..to`` of the current branch from the context."""
+    session = host.session
+    for name, entry_id in (("fromEntryId", from_id), ("toEntryId", to_id)):
+        if entry_id not in session.tree:
+            raise InvalidArgumentError(f"Entry {entry_id} not found", field=name, entryId=entry_id)
+    hidden = micro.plan_snip(session.current_branch(), session.context(), from_id, to_id)
+    written: list[str] = []
+    if hidden and not dry_run:
+        pending = session.begin_append(micro.snip_specs(hidden), durability=durability)
+        written = await host.complete(pending)
+    return {"hidden": hidden, "entryIds": written}

@@ -171,3 +171,16 @@ def test_snip_refuses_to_split_pairs() -> None:
         plan_snip(branch, projection, ids[2], ids[3])
     assert exc.value.field == "fromEntryId"
     assert plan_snip(branch, projection, ids[1], ids[4]) == ids[1:5]
+
+
+def test_a_length_stop_below_the_output_limit_is_recovered_once() -> None:
+    s = Ledger()
+    s.user("hi")
+    cut = assistant("partial", stop="length")
+    cut["usage"] = {**usage(0), "output": 900}
+    cut_id = s.message(cut)
+    assert _decide(s, cut_id).action == "none"  # the output limit is not known
+    decision = _decide(s, cut_id, max_output_tokens=4096)
+    assert decision.action == "overflow" and decision.will_retry and decision.omit == [cut_id]
+    again = _decide(s, cut_id, max_output_tokens=4096, recovery_attempted=True)
+    assert again.action == "recovery_failed" and again.error == policy.LENGTH_FAILED

@@ -745,3 +745,38 @@ async def test_automatic_microcompaction_by_count(daemon: Daemon) -> None:
     ]
     assert texts[:2] == [PLACEHOLDER] * 2 and PLACEHOLDER not in texts[2:]
     await client.close()
+
+
+async def test_progress_for_a_client_that_asked(daemon: Daemon) -> None:
+    client = await daemon.client()
+    sid, _ = await session_with_turns(client, 6)
+    client.drain_notifications()
+    await call(client, "compaction/run", {"sessionId": sid, "workDoneToken": "tok-1"})
+    progress = [
+        p["value"] for m, p in client.drain_notifications() if m == "$/progress" and p["token"] == "tok-1"
+    ]
+    kinds = [v["kind"] for v in progress]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    messages = [v.get("message", "") for v in progress if v["kind"] == "report"]
+    assert any("extractive summarizer" in m for m in messages)
+    await client.close()
+
+
+async def test_a_summarizer_that_disconnects_fails_the_compaction(daemon: Daemon) -> None:
+    agent_client = await daemon.client(summarizer=True)
+    agent = SummarizerClient(agent_client)
+    agent.release.clear()
+    sid, path = await session_with_turns(agent_client, 5, contextWindow=4000, reserveTokens=1000)
+    watcher = await daemon.client()
+    await call(watcher, "session/subscribe", {"sessionId": sid})
+    await call(agent_client, "session/append", {"sessionId": sid, "entries": turn(5, total=3500)})
+    await asyncio.wait_for(agent.started.wait(), 10)
+    size = Path(path).stat().st_size
+    await agent_client.close()  # the agent goes away mid-summary
+    failed = await until(watcher, sid, compaction_update("failed"))
+    assert "disconnected" in failed["error"]
+    assert Path(path).stat().st_size == size
+    # The session stayed usable and nothing is armed: a manual run works (extractive now).
+    result = await call(watcher, "compaction/run", {"sessionId": sid})
+    assert result["summarizer"] == "extractive"
+    await watcher.close()

@@ -9,7 +9,8 @@ split-turn separator, the turn prefix, then the ``<read-files>``/``<modified-fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..model.entries import Message
@@ -22,23 +23,63 @@ from .serialize import serialize_conversation
 SummaryKind = Literal["history", "turn_prefix"]
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryRequest:
-    """What a summarizer gets. Clients and models see the texts; the extractive summarizer
-    also reads the messages themselves."""
+Text = str | Callable[[], str]
 
-    kind: SummaryKind
-    system_prompt: str
-    prompt: str
-    """The full user message: the conversation in tags, the previous summary, instructions."""
-    conversation: str
-    """The serialized conversation alone."""
-    previous_summary: str | None
-    custom_instructions: str | None
-    max_tokens: int
-    """The output budget (the summary must fit in the reserve it frees)."""
-    messages: list[Message] = field(default_factory=list)
-    file_ops: FileOps | None = None
+
+class SummaryRequest:
+    """What a summarizer gets. Clients and models read the texts; the extractive summarizer
+    reads the messages themselves — so the texts (a serialization of maybe megabytes) are only
+    built when first read."""
+
+    __slots__ = (
+        "_conversation",
+        "_prompt",
+        "custom_instructions",
+        "file_ops",
+        "kind",
+        "max_tokens",
+        "messages",
+        "previous_summary",
+        "system_prompt",
+    )
+
+    def __init__(
+        self,
+        *,
+        kind: SummaryKind,
+        system_prompt: str,
+        prompt: Text,
+        conversation: Text,
+        previous_summary: str | None,
+        custom_instructions: str | None,
+        max_tokens: int,
+        messages: list[Message] | None = None,
+        file_ops: FileOps | None = None,
+    ) -> None:
+        self.kind: SummaryKind = kind
+        self.system_prompt = system_prompt
+        self._prompt = prompt
+        self._conversation = conversation
+        self.previous_summary = previous_summary
+        self.custom_instructions = custom_instructions
+        self.max_tokens = max_tokens
+        """The output budget (the summary must fit in the reserve it frees)."""
+        self.messages: list[Message] = messages if messages is not None else []
+        self.file_ops = file_ops
+
+    @property
+    def conversation(self) -> str:
+        """The serialized conversation alone."""
+        if not isinstance(self._conversation, str):
+            self._conversation = self._conversation()
+        return self._conversation
+
+    @property
+    def prompt(self) -> str:
+        """The full user message: the conversation in tags, the previous summary, instructions."""
+        if not isinstance(self._prompt, str):
+            self._prompt = self._prompt()
+        return self._prompt
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -78,6 +119,19 @@ def failure(response: SummaryResponse, label: str) -> str | None:
     return None
 
 
+class _Serialized:
+    """Messages serialized once, on first use (shared by a request's prompt and conversation)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.text: str | None = None
+
+    def __call__(self) -> str:
+        if self.text is None:
+            self.text = serialize_conversation(convert_to_llm(self.messages))
+        return self.text
+
+
 def requests_for(
     prep: CompactionPreparation, custom_instructions: str | None, max_tokens: int
 ) -> list[SummaryRequest]:
@@ -86,13 +140,13 @@ def requests_for(
     previous = prep.previous_summary if isinstance(prep.previous_summary, str) else None
     split = prep.is_split_turn and bool(prep.turn_prefix_messages)
     if not split or prep.messages_to_summarize:
-        conversation = serialize_conversation(convert_to_llm(prep.messages_to_summarize))
+        history = _Serialized(prep.messages_to_summarize)
         out.append(
             SummaryRequest(
                 kind="history",
                 system_prompt=prompts.SYSTEM_PROMPT,
-                prompt=prompts.history_prompt(conversation, previous, custom_instructions),
-                conversation=conversation,
+                prompt=lambda: prompts.history_prompt(history(), previous, custom_instructions),
+                conversation=history,
                 previous_summary=previous,
                 custom_instructions=custom_instructions,
                 max_tokens=max_tokens,
@@ -101,13 +155,13 @@ def requests_for(
             )
         )
     if split:
-        conversation = serialize_conversation(convert_to_llm(prep.turn_prefix_messages))
+        prefix = _Serialized(prep.turn_prefix_messages)
         out.append(
             SummaryRequest(
                 kind="turn_prefix",
                 system_prompt=prompts.SYSTEM_PROMPT,
-                prompt=prompts.turn_prefix_prompt(conversation, custom_instructions),
-                conversation=conversation,
+                prompt=lambda: prompts.turn_prefix_prompt(prefix(), custom_instructions),
+                conversation=prefix,
                 previous_summary=None,
                 custom_instructions=custom_instructions,
                 max_tokens=max_tokens,
@@ -162,8 +216,8 @@ def describe_preparation(
 ) -> dict[str, Any]:
     """A preparation as ``compaction/prepare`` returns it: the data and the exact texts."""
     read_files, modified_files = compute_file_lists(prep.file_ops)
-    requests = requests_for(prep, custom_instructions, max_tokens)
-    texts = {r.kind: r.prompt for r in requests}
+    requests = {r.kind: r for r in requests_for(prep, custom_instructions, max_tokens)}
+    history, prefix = requests.get("history"), requests.get("turn_prefix")
     previous = prep.previous_summary if isinstance(prep.previous_summary, str) else None
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
@@ -172,8 +226,8 @@ def describe_preparation(
         "previousSummary": previous,
         "messagesToSummarize": prep.messages_to_summarize,
         "turnPrefixMessages": prep.turn_prefix_messages,
-        "conversation": prep.serialized_history(),
-        "turnPrefix": prep.serialized_turn_prefix() if prep.turn_prefix_messages else None,
+        "conversation": history.conversation if history is not None else prep.serialized_history(),
+        "turnPrefix": prefix.conversation if prefix is not None else None,
         "readFiles": read_files,
         "modifiedFiles": modified_files,
         "fileOps": {  # first-seen order, like the JS sets they mirror
@@ -183,8 +237,8 @@ def describe_preparation(
         },
         "prompts": {
             "systemPrompt": prompts.SYSTEM_PROMPT,
-            "history": texts.get("history"),
-            "turnPrefix": texts.get("turn_prefix"),
+            "history": history.prompt if history is not None else None,
+            "turnPrefix": prefix.prompt if prefix is not None else None,
         },
         "settings": prep.settings.as_json(),
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, Final
 
 from ..formats.pi import LoadDiagnostics, check_header, paused_gc, scan_lines
@@ -29,6 +29,10 @@ from ..model.tokens import PI, assistant_usage, calculate_context_tokens
 from ..model.tree import SessionTree
 
 DEFAULT_CACHE_BYTES: Final = 16 * 1024 * 1024
+_BATCH_MIN: Final = 32
+"""Paths at least this long read their uncached bodies in spans, not one ``pread`` each."""
+_SPAN_GAP: Final = 64 * 1024
+_SPAN_MAX: Final = 8 * 1024 * 1024
 
 _LIGHT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     E.THINKING_LEVEL_CHANGE: ("thinkingLevel",),
@@ -242,7 +246,55 @@ class SessionIndex:
         return self.full_at(self.position(light))
 
     def full_path(self, path: list[Any]) -> list[Any]:
-        return [self.full(e) for e in path]
+        """The full entries of a path; what is not cached is read in few large reads."""
+        if len(path) < _BATCH_MIN or self.read_body is None:
+            return [self.full(e) for e in path]
+        out: list[Any] = list(path)
+        missing: list[tuple[int, int]] = []  # (file position, index in out)
+        for i, light in enumerate(path):
+            if type(light) is not dict:
+                continue
+            pos = self.position(light)
+            entry = self._resident.get(pos)
+            if entry is None:
+                entry = self._cache.get(pos)
+            if entry is None:
+                missing.append((pos, i))
+            else:
+                out[i] = entry
+        if missing:
+            missing.sort()
+            with paused_gc():
+                for run in self._spans(missing):
+                    self._read_span(run, out)
+        return out
+
+    def _spans(self, missing: list[tuple[int, int]]) -> Iterator[list[tuple[int, int]]]:
+        """Runs of positions close enough in the file to read with one ``pread``."""
+        run: list[tuple[int, int]] = []
+        start = end = 0
+        for item in missing:
+            offset, length = self.offsets[item[0]], self.lengths[item[0]]
+            if run and (offset - end > _SPAN_GAP or offset + length - start > _SPAN_MAX):
+                yield run
+                run = []
+            if not run:
+                start = offset
+            run.append(item)
+            end = offset + length
+        if run:
+            yield run
+
+    def _read_span(self, run: list[tuple[int, int]], out: list[Any]) -> None:
+        assert self.read_body is not None
+        first, last = run[0][0], run[-1][0]
+        start = self.offsets[first]
+        data = self.read_body(start, self.offsets[last] + self.lengths[last] - start)
+        for pos, i in run:
+            offset, length = self.offsets[pos] - start, self.lengths[pos]
+            entry = parse(data[offset : offset + length])
+            self._cache.put(pos, entry, length)
+            out[i] = entry
 
     @property
     def cache_bytes_used(self) -> int:

@@ -285,7 +285,18 @@ class Journal:
     # ------------------------------------------------------------------ reading
 
     def pread(self, offset: int, length: int) -> bytes:
-        return os.pread(self._fd, length, offset)
+        data = os.pread(self._fd, length, offset)
+        if len(data) == length or not data:
+            return data
+        parts = [data]  # a short read (signals, huge spans): read on until done or EOF
+        got = len(data)
+        while got < length:
+            more = os.pread(self._fd, length - got, offset + got)
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
 
     def fstat(self) -> os.stat_result:
         """The open file's status (its inode is the one this journal writes to)."""

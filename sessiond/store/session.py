@@ -384,16 +384,22 @@ class Session:
     def prepare_compaction(
         self, settings: CompactionSettings, estimator: TokenEstimator = PI
     ) -> CompactionPreparation | NoCompaction:
-        with self._lock:
-            branch = self._current_branch()
-            return prepare_compaction(branch, settings, estimator, projection=self.context_for(branch))
+        return self.prepare_compaction_at_leaf(settings, estimator)[1]
 
     def prepare_compaction_at_leaf(
         self, settings: CompactionSettings, estimator: TokenEstimator = PI
     ) -> tuple[Any, CompactionPreparation | NoCompaction]:
-        """The preparation and the leaf it was made at, as one consistent view (for staleness checks)."""
+        """The preparation and the leaf it was made at (one consistent view, for staleness checks).
+
+        Only the snapshot is taken under the lock — the current branch (copied: appends extend
+        the cached list) and its cached projection (appends replace it, never change it) — so
+        writers are not held up while the cut point is searched.
+        """
         with self._lock:
-            return self._index.tree.leaf_id, self.prepare_compaction(settings, estimator)
+            leaf = self._index.tree.leaf_id
+            branch = list(self._current_branch())
+            projection = self.context()
+        return leaf, prepare_compaction(branch, settings, estimator, projection=projection)
 
     def context_for(self, path: list[Any]) -> Projection:
         """The projection of an arbitrary light path (reading only its context entries)."""

@@ -1,0 +1,555 @@
+"""The file watcher: what it reports for appends, rewrites, replaces, deletes and new files, in
+inotify and in polling mode; no echo of the daemon's own writes, nothing lost on restart."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import types
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sessiond.service import watcher as watcher_module
+from sessiond.service.watcher import POLL_ENV, FileEvent, Watcher
+
+pytestmark = pytest.mark.anyio
+
+try:
+    import watchfiles  # noqa: F401
+
+    HAVE_WATCHFILES = True
+except ImportError:  # pragma: no cover - watchfiles is a dependency
+    HAVE_WATCHFILES = False
+
+MODES = [
+    pytest.param(
+        "inotify", marks=pytest.mark.skipif(not HAVE_WATCHFILES, reason="watchfiles is not installed")
+    ),
+    "poll",
+]
+POLL_INTERVAL = 0.02
+TIMEOUT = 3.0
+
+
+class Recorder:
+    """Collects the watcher's batches; tests wait for what they expect with a timeout."""
+
+    def __init__(self) -> None:
+        self.send, self.receive = anyio.create_memory_object_stream[list[FileEvent]](math.inf)
+        self.batches: list[list[FileEvent]] = []
+
+    def __call__(self, events: list[FileEvent]) -> None:
+        self.send.send_nowait(list(events))
+
+    async def until(
+        self, done: Callable[[list[FileEvent]], bool], timeout: float = TIMEOUT
+    ) -> list[FileEvent]:
+        """Events received from now on until ``done(events)`` holds."""
+        events: list[FileEvent] = []
+        with anyio.move_on_after(timeout):
+            while not done(events):
+                batch = await self.receive.receive()
+                self.batches.append(batch)
+                events.extend(batch)
+            return events
+        pytest.fail(f"timed out; got {[(e.kind, e.path.name, e.previous_size, e.size) for e in events]}")
+
+    async def next(self, timeout: float = TIMEOUT) -> list[FileEvent]:
+        return await self.until(bool, timeout)
+
+    async def nothing(self, duration: float) -> None:
+        with anyio.move_on_after(duration):
+            batch = await self.receive.receive()
+            pytest.fail(f"unexpected events {batch}")
+
+
+@contextlib.asynccontextmanager
+async def running(mode: str, *dirs: Path, **kw: Any) -> AsyncIterator[tuple[Watcher, Recorder]]:
+    rec = Recorder()
+    callback = kw.pop("callback", rec)
+    if mode == "poll":
+        kw.setdefault("poll_interval", POLL_INTERVAL)
+    w = Watcher(callback, **kw)
+    for d in dirs:
+        w.watch_dir(d)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(w.run)
+        await started(w)
+        assert w.mode == mode
+        try:
+            yield w, rec
+        finally:
+            w.stop()
+
+
+async def started(w: Watcher) -> None:
+    """Until the first scan ran (the kernel watches exist then)."""
+    with anyio.fail_after(TIMEOUT):
+        while w.batches == 0:
+            await anyio.sleep(0.005)
+
+
+def append(path: Path, data: bytes) -> int:
+    with path.open("ab") as f:
+        f.write(data)
+    return path.stat().st_size
+
+
+def grown_to(path: Path, size: int) -> Callable[[list[FileEvent]], bool]:
+    return lambda evs: any(e.path == path and e.kind == "grown" and e.size == size for e in evs)
+
+
+def kinds(events: list[FileEvent]) -> list[tuple[str, str]]:
+    return [(e.kind, e.path.name) for e in events]
+
+
+@pytest.fixture
+def session_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "sessions"
+    d.mkdir()
+    return d
+
+
+# --------------------------------------------------------------------------- what is reported
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_appends_are_grown_with_sizes(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b'{"type":"session"}\n')
+    start = s.stat().st_size
+    async with running(mode, session_dir) as (w, rec):
+        size = append(s, b'{"a":1}\n')
+        events = await rec.until(grown_to(s, size))
+        assert events == [FileEvent("grown", s, size, s.stat().st_ino, start)]
+        sizes = [append(s, b'{"b":%d}\n' % i) for i in range(5)]  # may coalesce
+        events = await rec.until(grown_to(s, sizes[-1]))
+        assert all(e.kind == "grown" for e in events)
+        assert events[0].previous_size == size
+        assert [e.previous_size for e in events[1:]] == [e.size for e in events[:-1]]
+        assert w.known(s) == (sizes[-1], s.stat().st_ino)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_partial_line_then_its_completion(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (_, rec):
+        half = append(s, b'{"type":"mess')
+        events = await rec.until(grown_to(s, half))
+        assert events[-1].previous_size == 3
+        full = append(s, b'age"}\n')
+        events = await rec.until(grown_to(s, full))
+        assert [(e.kind, e.previous_size, e.size) for e in events] == [("grown", half, full)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_truncate_and_rewrite_is_rewritten(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n" * 10)
+    ino = s.stat().st_ino
+    async with running(mode, session_dir) as (_, rec):
+        with s.open("r+b") as f:
+            f.truncate(0)
+            f.write(b'{"x":1}\n')
+        events = await rec.next()
+        assert events == [FileEvent("rewritten", s, 8, ino, 30)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_atomic_replace_then_append(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n" * 10)
+    async with running(mode, session_dir) as (w, rec):
+        tmp = session_dir / "s.jsonl.tmp"
+        tmp.write_bytes(b'{"new":true}\n' * 3)
+        os.replace(tmp, s)
+        new_ino = s.stat().st_ino
+        events = await rec.next()
+        assert events == [FileEvent("replaced", s, 39, new_ino, 30)]  # the temp file is not reported
+        size = append(s, b'{"after":1}\n')
+        events = await rec.until(grown_to(s, size))
+        assert events == [FileEvent("grown", s, size, new_ino, 39)]
+        assert w.known(s) == (size, new_ino)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_delete_and_create(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (w, rec):
+        s.unlink()
+        assert await rec.next() == [FileEvent("deleted", s, 0, None, 3)]
+        assert w.known(s) is None
+        n = session_dir / "n.jsonl"
+        n.write_bytes(b"{}\n{}\n")
+        (session_dir / "notes.txt").write_text("not a session")
+        assert await rec.next() == [FileEvent("created", n, 6, n.stat().st_ino, None)]
+        size = append(n, b"{}\n")
+        assert kinds(await rec.until(grown_to(n, size))) == [("grown", "n.jsonl")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_temp_file_appearing_and_vanishing_is_ignored(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (_, rec):
+        t = session_dir / "tmp123.jsonl"
+        t.write_bytes(b"{}\n")
+        t.unlink()
+        size = append(s, b"{}\n")
+        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_batch_is_sorted_by_path(mode: str, session_dir: Path) -> None:
+    names = ["d.jsonl", "b.jsonl", "a.jsonl", "c.jsonl"]
+    async with running(mode, session_dir) as (_, rec):
+        for name in names:
+            (session_dir / name).write_bytes(b"{}\n")
+        events = await rec.until(lambda evs: len(evs) == 4)
+        assert sorted(e.path.name for e in events) == sorted(names)
+        for batch in rec.batches:
+            assert [e.path for e in batch] == sorted(e.path for e in batch)
+
+
+# --------------------------------------------------------------------------- the daemon's own writes
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_expect_suppresses_own_write_not_the_next_external_one(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (w, rec):
+        own = append(s, b'{"own":1}\n')
+        w.expect(s, own)  # right after the write, as the daemon does (same loop step)
+        assert w.known(s) == (3, s.stat().st_ino)  # the expectation moves nothing by itself
+        await rec.nothing(0.15)
+        assert w.known(s) == (own, s.stat().st_ino)
+        own2 = append(s, b'{"own":2}\n')
+        w.expect(s, own2)
+        external = append(s, b'{"external":1}\n')  # lands right after the daemon's write
+        events = await rec.until(grown_to(s, external))
+        assert [(e.kind, e.previous_size, e.size) for e in events] == [("grown", own2, external)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_expect_before_the_write_lands(mode: str, session_dir: Path) -> None:
+    """A writer thread: expect() first, the look may come before the bytes: no shrink, no echo."""
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (w, rec):
+        w.expect(s, 3 + 10)
+        w.track(s, 3)  # forces a look now: the file is still at 3 -> nothing, expectation kept
+        w.expect(s, 13)
+        await anyio.sleep(0.05)
+        await anyio.to_thread.run_sync(append, s, b'{"own":1}\n')
+        await rec.nothing(0.15)
+        ext = append(s, b"{}\n")
+        assert [(e.kind, e.previous_size) for e in await rec.until(grown_to(s, ext))] == [("grown", 13)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_expect_a_new_file_and_an_own_replace(mode: str, session_dir: Path) -> None:
+    async with running(mode, session_dir) as (w, rec):
+        n = session_dir / "new.jsonl"
+        n.write_bytes(b'{"type":"session"}\n')
+        w.expect(n, n.stat().st_size)  # the daemon created it: no "created"
+        tmp = session_dir / "new.jsonl.tmp"
+        tmp.write_bytes(b'{"type":"session","v":3}\n')
+        w.expect(n, tmp.stat().st_size, tmp.stat().st_ino)  # its own atomic rewrite
+        os.replace(tmp, n)
+        await rec.nothing(0.15)
+        size = append(n, b"{}\n")
+        events = await rec.until(grown_to(n, size))
+        assert [(e.kind, e.previous_size) for e in events] == [("grown", 25)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_track_with_an_older_state_reports_the_difference(mode: str, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"  # not a watched directory: tracking watches it
+    elsewhere.mkdir()
+    s = elsewhere / "s.jsonl"
+    s.write_bytes(b"{}\n{}\n")
+    async with running(mode) as (w, rec):
+        w.track(s, 3, s.stat().st_ino)  # what the daemon read; the file grew since
+        events = await rec.next()
+        assert [(e.kind, e.previous_size, e.size) for e in events] == [("grown", 3, 6)]
+        size = append(s, b"{}\n")
+        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        other = elsewhere / "other.jsonl"  # untracked, and the directory is not watched
+        other.write_bytes(b"{}\n")
+        w.untrack(s)
+        append(s, b"{}\n")
+        await rec.nothing(0.15)
+        assert w.known(s) is None
+
+
+# --------------------------------------------------------------------------- watching while running
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_watch_dir_while_running_loses_nothing(mode: str, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    sa, existing = a / "s.jsonl", b / "existing.jsonl"
+    sa.write_bytes(b"{}\n")
+    existing.write_bytes(b"{}\n")
+    async with running(mode, a) as (w, rec):
+        w.watch_dir(b)  # restarts the kernel watches
+        assert w.known(existing) == (3, existing.stat().st_ino)  # taken as it is: no event
+        grown = append(sa, b"{}\n")  # during the restart
+        nb = b / "n.jsonl"
+        nb.write_bytes(b"{}\n")
+        events = await rec.until(lambda evs: {e.path for e in evs} >= {sa, nb})
+        assert sorted(kinds(events)) == [("created", "n.jsonl"), ("grown", "s.jsonl")]
+        assert w.known(sa) == (grown, sa.stat().st_ino)
+        size = append(existing, b"{}\n")
+        assert kinds(await rec.until(grown_to(existing, size))) == [("grown", "existing.jsonl")]
+        w.unwatch_dir(b)
+        assert w.known(existing) is None
+        append(existing, b"{}\n")
+        size = append(sa, b"{}\n")
+        assert kinds(await rec.until(grown_to(sa, size))) == [("grown", "s.jsonl")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_recursive_watch_sees_files_of_a_new_subdirectory(mode: str, session_dir: Path) -> None:
+    async with running(mode) as (w, rec):
+        w.watch_dir(session_dir, recursive=True)
+        await rec.nothing(0.05)
+        sub = session_dir / "--home-project--"
+        sub.mkdir()
+        f = sub / "s.jsonl"
+        f.write_bytes(b"{}\n")  # before the subdirectory's own watch exists
+        assert await rec.next() == [FileEvent("created", f, 3, f.stat().st_ino, None)]
+        size = append(f, b"{}\n")
+        assert kinds(await rec.until(grown_to(f, size))) == [("grown", "s.jsonl")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_watched_directory_deleted_and_recreated(mode: str, session_dir: Path) -> None:
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (_, rec):
+        s.unlink()
+        session_dir.rmdir()
+        assert kinds(await rec.next()) == [("deleted", "s.jsonl")]
+        session_dir.mkdir()  # a new directory: the old kernel watch is dead
+        n = session_dir / "n.jsonl"
+        n.write_bytes(b"{}\n")
+        assert kinds(await rec.next()) == [("created", "n.jsonl")]
+        size = append(n, b"{}\n")
+        assert kinds(await rec.until(grown_to(n, size))) == [("grown", "n.jsonl")]
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_stop_is_prompt(mode: str, session_dir: Path) -> None:
+    w = Watcher(lambda evs: None, poll_interval=0.25 if mode == "poll" else None)
+    w.watch_dir(session_dir)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(w.run)
+        await started(w)
+        await anyio.sleep(0.1)
+        t0 = time.perf_counter()
+        w.stop()
+    assert time.perf_counter() - t0 < 0.05
+
+
+async def test_cancelling_run_is_prompt(session_dir: Path) -> None:
+    w = Watcher(lambda evs: None)
+    w.watch_dir(session_dir)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(w.run)
+        await started(w)
+        t0 = time.perf_counter()
+        tg.cancel_scope.cancel()
+    assert time.perf_counter() - t0 < 0.05
+    await anyio.sleep(0.02)  # the abandoned Rust thread exits at its next step
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_callback_that_raises_is_logged(
+    mode: str, session_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rec = Recorder()
+    calls = 0
+
+    async def callback(events: list[FileEvent]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("consumer bug")
+        rec(events)
+
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    with caplog.at_level(logging.ERROR, logger="sessiond.watch"):
+        async with running(mode, session_dir, callback=callback) as (w, _):
+            first = append(s, b"{}\n")
+            with anyio.fail_after(TIMEOUT):
+                while calls == 0:
+                    await anyio.sleep(0.005)
+            assert w.known(s) == (first, s.stat().st_ino)  # updated before the callback
+            size = append(s, b"{}\n")
+            events = await rec.until(grown_to(s, size))
+            assert [(e.kind, e.previous_size) for e in events] == [("grown", first)]
+    assert "consumer bug" in caplog.text
+
+
+async def test_polling_sees_appends_within_one_second(session_dir: Path) -> None:
+    """watchfiles' own polling compares whole-second mtimes; this one compares sizes."""
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running("poll", session_dir) as (_, rec):
+        sizes = []
+        t0 = time.monotonic()
+        for i in range(8):
+            sizes.append(append(s, b'{"i":%d}\n' % i))
+            await rec.until(grown_to(s, sizes[-1]), timeout=1.0)
+        assert time.monotonic() - t0 < 1.0
+        assert [e.size for batch in rec.batches for e in batch] == sizes
+
+
+async def test_poll_env_var(monkeypatch: pytest.MonkeyPatch, session_dir: Path) -> None:
+    monkeypatch.setenv(POLL_ENV, "1")
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"")
+    w = Watcher(lambda evs: None)
+    w.watch_dir(session_dir)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(w.run)
+        await started(w)
+        assert w.mode == "poll"
+        w.stop()
+
+
+def _fake_watchfiles(monkeypatch: pytest.MonkeyPatch, notify_class: Any) -> None:
+    rust = types.ModuleType("watchfiles._rust_notify")
+    rust.RustNotify = notify_class  # type: ignore[attr-defined]
+    main = types.ModuleType("watchfiles.main")
+    main._default_force_polling = lambda _: False  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "watchfiles._rust_notify", rust)
+    monkeypatch.setitem(sys.modules, "watchfiles.main", main)
+
+
+async def test_falls_back_to_polling_when_kernel_watches_fail(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(*args: Any) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    _fake_watchfiles(monkeypatch, refuse)
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    rec = Recorder()
+    w = Watcher(rec)
+    w.watch_dir(session_dir)
+    with caplog.at_level(logging.WARNING, logger="sessiond.watch"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(w.run)
+            with anyio.fail_after(TIMEOUT):
+                while w.mode != "poll":
+                    await anyio.sleep(0.005)
+            size = append(s, b"{}\n")
+            assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+            w.stop()
+    assert caplog.text.count("polling instead") == 1
+
+
+async def test_falls_back_to_polling_after_repeated_watch_errors(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path
+) -> None:
+    class Broken:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        def watch(self, *args: Any) -> Any:
+            raise RuntimeError("error in underlying watcher")
+
+        def close(self) -> None:
+            pass
+
+    _fake_watchfiles(monkeypatch, Broken)
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    rec = Recorder()
+    w = Watcher(rec)
+    w.watch_dir(session_dir)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(w.run)
+        with anyio.fail_after(TIMEOUT):
+            while w.mode != "poll":
+                await anyio.sleep(0.005)
+        size = append(s, b"{}\n")
+        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        w.stop()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_concurrent_appenders_lose_nothing(mode: str, session_dir: Path) -> None:
+    files = [session_dir / f"s{i:02d}.jsonl" for i in range(8)]
+    for f in files:
+        f.write_bytes(b"")
+    async with running(mode, session_dir) as (w, rec):
+
+        def writer(path: Path) -> None:
+            for i in range(30):
+                append(path, b'{"i":%d}\n' % i)
+
+        threads = [threading.Thread(target=writer, args=(f,)) for f in files]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        final = {f: f.stat().st_size for f in files}
+        last: dict[Path, int] = {}
+
+        def done(events: list[FileEvent]) -> bool:
+            for e in events:
+                last[e.path] = e.size
+            return last == final
+
+        events = await rec.until(done)
+        assert {e.kind for e in events} == {"grown"}
+        assert all(w.known(f) == (final[f], f.stat().st_ino) for f in files)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_file_that_cannot_be_looked_at_is_skipped(
+    mode: str, session_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad, good = session_dir / "bad.jsonl", session_dir / "good.jsonl"
+    bad.write_bytes(b"{}\n")
+    good.write_bytes(b"{}\n")
+    real_stat = watcher_module._stat
+
+    def stat(path: str) -> os.stat_result | None:
+        if path == str(bad):
+            raise PermissionError(13, "Permission denied", path)
+        return real_stat(path)
+
+    with caplog.at_level(logging.WARNING, logger="sessiond.watch"):
+        async with running(mode, session_dir) as (w, rec):
+            monkeypatch.setattr(watcher_module, "_stat", stat)
+            append(bad, b"{}\n")
+            size = append(good, b"{}\n")
+            assert kinds(await rec.until(grown_to(good, size))) == [("grown", "good.jsonl")]
+            assert w.known(bad) == (3, bad.stat().st_ino)  # kept as it was
+            monkeypatch.setattr(watcher_module, "_stat", real_stat)
+            size = append(bad, b"{}\n")
+            assert [(e.kind, e.previous_size) for e in await rec.until(grown_to(bad, size))] == [("grown", 3)]
+    assert caplog.text.count("cannot stat") == 1

@@ -56,11 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Load session files and print, per file, a JSON object with the leaf, the selected branch, "
             "the context the model would see (with token estimates), the tree, and with --compaction "
-            "the compaction that would run now. Keys match pi-oracle's output. Files are only read."
+            "the compaction that would run now. Keys match pi-oracle's output. Files are only read. "
+            'Claude Code transcripts are recognised automatically ("format": "claude-code"): the '
+            "branch is the chain `claude --resume` rebuilds, with a claudeCode section of diagnostics."
         ),
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl files")
-    p.add_argument("--leaf", type=_leaf, help="move the leaf to this entry id first ('null' = no leaf)")
+    p.add_argument("files", nargs="+", metavar="FILE", help="session .jsonl files (Pi or Claude Code)")
+    p.add_argument(
+        "--leaf",
+        type=_leaf,
+        help="move the leaf to this entry id (a Claude Code uuid) first ('null' = no leaf)",
+    )
     p.add_argument("--full", action="store_true", help="full message texts instead of 120-character previews")
     p.add_argument(
         "--compaction", action="store_true", help="also report token estimates and the compaction preparation"

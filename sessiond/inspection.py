@@ -4,6 +4,11 @@ The keys and their meanings are those of ``pi-oracle`` (``shared/tools/pi-oracle
 which prints what Pi's own code derives from the same file; so the two outputs can be
 compared directly, and a difference is a compatibility bug. sessiond adds ``format``,
 ``estimator`` and ``diagnostics`` (what was skipped, orphans, cycles, duplicate ids).
+
+A Claude Code transcript is recognised by its first record and described with the same keys
+where they make sense (``"format": "claude-code"``): the branch is the chain ``--resume``
+rebuilds, the context its messages, the tree every entry of every branch; ``claudeCode``
+adds the reconstruction diagnostics, the titles and the sub-agent transcripts.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 from . import __version__
 from .compaction.prepare import CompactionSettings, NoCompaction, prepare_compaction
 from .errors import EntryNotFoundError
+from .formats import claude_code as cc
 from .formats.pi import LoadedSession, load_session
 from .model import entries as E
 from .model.js import UNDEFINED, get, nullish, to_string, trim, truthy, utf16_len, utf16_slice, utf16_sort_key
@@ -47,6 +53,10 @@ class InspectOptions:
 
 def inspect_file(path: str, options: InspectOptions) -> dict[str, Any]:
     """Load ``path`` and describe it. Raises :class:`~sessiond.errors.SessiondError` subclasses."""
+    if cc.is_claude_code_file(path):
+        transcript = cc.load_transcript(path)
+        subagents = cc.find_subagents(path, transcript)
+        return describe_claude_code(transcript, options, file=os.path.abspath(path), subagents=subagents)
     loaded = load_session(path)
     return describe_session(loaded, options, file=os.path.abspath(path))
 
@@ -286,3 +296,106 @@ def _compaction_report(
         "serializedHistoryChars": utf16_len(prep.serialized_history()),
     }
     return report
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+
+def describe_claude_code(
+    t: cc.ClaudeTranscript,
+    options: InspectOptions,
+    file: str = "<memory>",
+    subagents: list[cc.SubagentLink] | None = None,
+) -> dict[str, Any]:
+    """The ``inspect`` object for a Claude Code transcript (see the module docstring)."""
+    estimator = get_estimator(options.estimator)
+    clip = _clipper(options.full)
+    entries = cc.to_pi_entries(t)
+    tree = SessionTree(entries)
+    loaded = cc.reconstruct(t)
+    if options.leaf is None:
+        rec: cc.Reconstruction | None = loaded
+    elif options.leaf == "null":
+        rec = None
+    else:
+        rec = cc.reconstruct(t, leaf=options.leaf)  # EntryNotFoundError for an unknown uuid
+    result: dict[str, Any] = {
+        "file": file,
+        "format": "claude-code",
+        "sessiondVersion": __version__,
+        "estimator": estimator.name,
+        "sessionId": t.session_id,
+        "cwd": t.cwd,
+        "claudeCodeVersion": t.version,
+        "entryCount": len(tree),
+        "sessionName": t.title(),
+        "loadedLeafId": loaded.leaf_uuid,
+        "leafId": rec.leaf_uuid if rec is not None else None,
+    }
+    chain = rec.chain if rec is not None else []
+    messages_with_source = rec.messages if rec is not None else []
+    messages = [m for _, m in messages_with_source]
+    result["branchIds"] = chain
+    result["branch"] = [_cc_brief(tree.get(u)) for u in chain if tree.get(u) is not None]
+    per_entry: dict[str, int] = {}
+    for source, _ in messages_with_source:
+        per_entry[source] = per_entry.get(source, 0) + 1
+    result["contextEntryIds"] = list(per_entry)
+    result["projection"] = [
+        {"id": u, "type": get(tree.get(u), "type"), "messages": per_entry.get(u, 0)} for u in chain
+    ]
+    model = None
+    for m in reversed(messages):
+        if m.get("role") == "assistant" and m.get("model"):
+            model = {"provider": m.get("provider"), "modelId": m.get("model")}
+            break
+    result["context"] = {
+        "thinkingLevel": None,
+        "model": model,
+        "messages": [_describe_message(m, clip, estimator) for m in messages],
+        "llmRoles": [get(m, "role") for m in convert_to_llm(messages)],
+    }
+    roots = tree.tree()
+    result["tree"] = {"roots": [get(n.entry, "id") for n in roots], "nodes": count_nodes(roots), "labels": {}}
+    if options.compaction:
+        settings = CompactionSettings(True, options.reserve, options.keep)
+        estimate = estimate_context_tokens(messages, estimator)
+        report: dict[str, Any] = {
+            "settings": settings.as_json(),
+            "estimateContextTokens": estimate.as_json(),
+        }
+        if options.window:
+            report["shouldCompact"] = estimate.tokens > options.window - settings.reserve_tokens
+        report["preparation"] = None
+        report["reason"] = "claude_code_transcript"
+        result["compaction"] = report
+    td = tree.diagnostics()
+    listing = cc.listing_fields(t)
+    result["diagnostics"] = {
+        **t.diagnostics.as_json(),
+        "duplicateIds": td.duplicate_ids,
+        "orphans": td.orphans,
+        "selfParents": td.self_parents,
+        "cycles": td.cycles,
+        "entriesWithoutId": td.entries_without_id,
+    }
+    result["claudeCode"] = {
+        "leafRule": rec.rule if rec is not None else None,
+        "reconstruction": rec.diagnostics if rec is not None else None,
+        "titles": t.titles.as_json(),
+        "listing": {
+            "createdMs": listing["created_ms"],
+            "modifiedMs": listing["modified_ms"],
+            "messageCount": listing["message_count"],
+            "firstMessage": clip(listing["first_message"]) if listing["first_message"] else None,
+        },
+        "subagents": [s.as_json() for s in subagents] if subagents is not None else None,
+    }
+    return result
+
+
+def _cc_brief(e: Any) -> dict[str, Any]:
+    brief = _entry_brief(e)
+    if brief["type"] == E.CUSTOM:
+        brief["customType"] = get(e, "customType")
+    return brief

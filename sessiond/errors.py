@@ -190,3 +190,18 @@ class SummarizerUnavailableError(SessiondError):
     def __init__(self, message: str, summarizer: str | None = None) -> None:
         super().__init__(message, summarizer=summarizer)
         self.summarizer = summarizer
+
+
+class ReadOnlySessionError(SessiondError):
+    """A write to a session sessiond only reads (another agent's transcript)."""
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(f"Session {session_id} is read-only: {reason}", sessionId=session_id, reason=reason)
+        self.session_id = session_id
+        self.reason = reason
+
+
+class SessionNotFoundError(SessiondError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Session {session_id} not found", sessionId=session_id)
+        self.session_id = session_id

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,19 @@ def oracle_dir() -> Path | None:
         if installed and shutil.which("node"):
             return Path(c)
     return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _other_agents_dirs_isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Claude Code's and Pi's directories point into a temp dir for every test (and every daemon
+    a test starts): tests must never list or watch the real ones of the person running them."""
+    base = tmp_path_factory.mktemp("agents")
+    saved = {k: os.environ.get(k) for k in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR")}
+    os.environ["CLAUDE_CONFIG_DIR"] = str(base / "claude")
+    os.environ["PI_CODING_AGENT_DIR"] = str(base / "pi")
+    yield None
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -164,6 +164,8 @@ class SessionSummary(Result):
     messageCount: int
     parentSession: str | None
     format: Literal["pi", "claude-code"] = "pi"
+    root: str = Field("sessiond", description="Where it lives: `sessiond` (the store), `pi`, `claude`.")
+    readOnly: bool = Field(False, description="Another agent's file: sessiond reads it, never writes it.")
 
 
 class TreeNode(Result):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .models import Result
+from .models import Open, Result
 
 
 class EntriesAppended(Result):
@@ -63,6 +63,30 @@ class CompactionUpdate(Result):
     tokensAfter: int | None = None
 
 
+class ExternalChange(Result):
+    """The file was changed by someone else in a way that cannot be followed line by line."""
+
+    sessionUpdate: Literal["external_change"]
+    reason: Literal["rewritten", "replaced", "deleted"] = Field(
+        description="rewritten: truncated or shrunk in place; replaced: a new file under the same name."
+    )
+    leafId: str | None = Field(None, description="The leaf after reloading (deleted: null).")
+    previousLeafId: str | None = None
+    entryCount: int = Field(0, description="Entries after reloading.")
+    previousEntryCount: int = 0
+
+
+class SessionListUpdate(Result):
+    """To connections that listed with ``subscribe: true``: a session appeared, changed or went."""
+
+    sessionUpdate: Literal["session_list_update"]
+    change: Literal["added", "updated", "removed"]
+    session: Open | None = Field(
+        None, description="The session's summary (as session/list); null when removed."
+    )
+    path: str
+
+
 class ResyncRequired(Result):
     sessionUpdate: Literal["resync_required"]
     reason: str = Field(description="Updates were dropped (a slow reader) or the file changed underneath.")
@@ -75,6 +99,8 @@ SessionUpdateKind = Annotated[
     | LabelUpdate
     | UsageUpdate
     | CompactionUpdate
+    | ExternalChange
+    | SessionListUpdate
     | ResyncRequired,
     Field(discriminator="sessionUpdate"),
 ]

@@ -18,12 +18,11 @@ from sessiond_protocol import ErrorCode
 
 from .. import errors as E
 from ..service.config import ConfigError
-from ..service.service import SessionNotFoundError
 
 log = logging.getLogger("sessiond.rpc")
 
 _CODES: list[tuple[type[BaseException], ErrorCode]] = [
-    (SessionNotFoundError, ErrorCode.SESSION_NOT_FOUND),
+    (E.SessionNotFoundError, ErrorCode.SESSION_NOT_FOUND),
     (E.EntryNotFoundError, ErrorCode.ENTRY_NOT_FOUND),
     (E.LeafMismatchError, ErrorCode.LEAF_MISMATCH),
     (E.EntryNotOnBranchError, ErrorCode.NOT_ON_BRANCH),
@@ -34,6 +33,7 @@ _CODES: list[tuple[type[BaseException], ErrorCode]] = [
     (E.JournalError, ErrorCode.STORAGE_ERROR),
     (E.SessionNotSavedError, ErrorCode.NOT_SAVED),
     (E.NotASessionError, ErrorCode.NOT_A_SESSION),
+    (E.ReadOnlySessionError, ErrorCode.READ_ONLY),
     (E.CompactionRunningError, ErrorCode.COMPACTION_RUNNING),
     (E.NothingToCompactError, ErrorCode.NOTHING_TO_COMPACT),
     (E.SummaryRefusedError, ErrorCode.SUMMARY_REFUSED),

@@ -50,6 +50,8 @@ async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
                 "label_update",
                 "usage_update",
                 "compaction_update",
+                "external_change",
+                "session_list_update",
                 "resync_required",
             ],
             "serverRequests": ["compaction/summarize"],
@@ -77,7 +79,9 @@ async def session_load(conn: Connection, params: dict[str, Any]) -> Any:
 
 async def session_list(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.ListParams.model_validate(params)
-    return await conn.service.list_sessions(p.cwd, p.cursor, p.limit)
+    if p.subscribe:
+        conn.service.subscribe_list(conn)
+    return await conn.service.list_sessions(p.cwd, p.cursor, p.limit, p.root, p.format)
 
 
 async def session_close(conn: Connection, params: dict[str, Any]) -> Any:

@@ -132,6 +132,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._follow_task: asyncio.Future[None] | None = None
         self.socket_path: Path | None = None
 
     # ------------------------------------------------------------------ connections
@@ -252,6 +253,7 @@ class Daemon:
                 await self.listen_unix(self.config.socket)
             if tcp:
                 await self.listen_tcp(tcp)
+            self._follow_task = asyncio.ensure_future(self._follow())
             if stdio:
                 stdio_task = asyncio.ensure_future(self.serve_stdio())
             await self._stop.wait()
@@ -260,7 +262,17 @@ class Daemon:
         finally:
             await self.close()
 
+    async def _follow(self) -> None:
+        try:
+            await self.service.follower.run()
+        except Exception:
+            log.exception("the file watcher stopped; external changes are no longer followed")
+
     async def close(self) -> None:
+        self.service.follower.stop()
+        if self._follow_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                await asyncio.wait_for(self._follow_task, timeout=2)
         for server in self._servers:
             server.close()
         for conn in list(self.connections):

@@ -30,6 +30,15 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     [summarizer.command]             # the prompt on stdin, the summary on stdout
     argv = ["llm", "-m", "my-model"]
     timeout = 120.0
+    [roots.pi]                       # Pi's own sessions (default $PI_CODING_AGENT_DIR/sessions)
+    path = "~/.pi/agent/sessions"
+    writable = false
+    [roots.claude]                   # Claude Code transcripts, always read-only
+    path = "~/.claude/projects"      # default $CLAUDE_CONFIG_DIR/projects
+    enabled = true
+    [watch]
+    enabled = true                   # follow external appends/rewrites of open and listed sessions
+    poll_interval = 0.0              # > 0: stat-poll instead of inotify (network file systems)
     [summarizer.http]                # an OpenAI-compatible /chat/completions endpoint
     base_url = "http://127.0.0.1:8080/v1"
     model = "my-model"
@@ -51,6 +60,7 @@ from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
 from .compaction_settings import Settings as CompactionDefaults
 from .compaction_settings import apply as apply_compaction
+from .roots import Root, build_roots
 
 
 class ConfigError(SessiondError):
@@ -98,6 +108,13 @@ class SummarizerConfig:
 
 
 @dataclass(frozen=True)
+class WatchConfig:
+    enabled: bool = True
+    poll_interval: float = 0.0
+    """Seconds between stat polls; 0 uses inotify (falling back to polling if it fails)."""
+
+
+@dataclass(frozen=True)
 class Config:
     layout: StoreLayout
     durability: Durability = Durability.BUFFERED
@@ -106,12 +123,20 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     compaction: CompactionDefaults = field(default_factory=CompactionDefaults)
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
+    roots_data: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    watch: WatchConfig = field(default_factory=WatchConfig)
     socket_path: Path | None = None
     config_file: Path | None = None
 
     @property
     def root(self) -> Path:
         return self.layout.root
+
+    @property
+    def roots(self) -> list[Root]:
+        """Where sessions are served from: the store, Pi's directory, Claude Code's projects."""
+        return build_roots(self.layout.sessions_dir, self.roots_data, self.env)
 
     @property
     def run_dir(self) -> Path:
@@ -210,6 +235,9 @@ def load_config(
         layout=StoreLayout(root),
         compaction=compaction,
         summarizer=_summarizer(data.get("summarizer", {})),
+        roots_data=_roots(data.get("roots", {})),
+        env=dict(env),
+        watch=_watch(data.get("watch", {})),
         durability=durability,
         estimator=estimator,
         context_windows=windows,
@@ -269,3 +297,33 @@ def _summarizer(data: Any) -> SummarizerConfig:
             table["base_url"], table["model"], key_env, _positive(table, "timeout", 120.0, where)
         )
     return SummarizerConfig(_positive(data, "timeout", 300.0, "summarizer"), command, http)
+
+
+def _roots(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError("roots must be a table", field="roots")
+    _only(data, {"pi", "claude"}, "roots")
+    for name, table in data.items():
+        where = f"roots.{name}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table", field=where)
+        _only(table, {"path", "enabled", "writable"} if name == "pi" else {"path", "enabled"}, where)
+        if "path" in table and (not isinstance(table["path"], str) or not table["path"]):
+            raise ConfigError(f"{where}.path must be a directory path", field=f"{where}.path")
+        for flag in ("enabled", "writable"):
+            if flag in table and type(table[flag]) is not bool:
+                raise ConfigError(f"{where}.{flag} must be true or false", field=f"{where}.{flag}")
+    return data
+
+
+def _watch(data: Any) -> WatchConfig:
+    if not isinstance(data, dict):
+        raise ConfigError("watch must be a table", field="watch")
+    _only(data, {"enabled", "poll_interval"}, "watch")
+    enabled = data.get("enabled", True)
+    if type(enabled) is not bool:
+        raise ConfigError("watch.enabled must be true or false", field="watch.enabled")
+    interval = data.get("poll_interval", 0.0)
+    if type(interval) not in (int, float) or interval < 0:
+        raise ConfigError("watch.poll_interval must be >= 0 seconds", field="watch.poll_interval")
+    return WatchConfig(enabled, float(interval))

@@ -41,6 +41,10 @@ class SessionHost:
         self.users: set[int] = set()
         """Connections that loaded or wrote the session (it stays open while any does)."""
         self._last_usage: dict[str, Any] | None = None
+        self.after_write: Callable[[], None] | None = None
+        """Called after each write of the daemon's (the watcher expects the new size)."""
+        self.root: Any = None
+        """The :class:`~sessiond.service.roots.Root` the session's file lives in."""
 
     @property
     def id(self) -> str:
@@ -49,8 +53,17 @@ class SessionHost:
     # ------------------------------------------------------------------ writing
 
     async def complete(self, pending: PendingAppend) -> list[str]:
-        """Publish what ``pending`` wrote, then wait (off the loop) until it is durable."""
+        """Publish what ``pending`` wrote, then wait (off the loop) until it is durable.
+
+        Entries another program appended just before (indexed by the write) are announced first,
+        in file order, as external.
+        """
+        backlog = self.session.take_external()
+        if backlog:
+            self.announce(entry_ids(backlog), external=True)
         self.announce(pending.entry_ids)
+        if self.after_write is not None:
+            self.after_write()
         if pending.needs_sync:
             await anyio.to_thread.run_sync(pending.wait)
         return pending.entry_ids
@@ -89,6 +102,17 @@ class SessionHost:
             elif t == E.SESSION_INFO:
                 self.publish_name()
         self.publish_usage()
+
+    def announce_external(self, entries: list[Any]) -> None:
+        """Publish entries another program appended (read by an ingest)."""
+        ids = entry_ids(entries)
+        if ids:
+            self.announce(ids, external=True)
+
+    def replace_session(self, session: Session) -> None:
+        """Serve a freshly opened copy of the file (after someone rewrote or replaced it)."""
+        self.session = session
+        self._last_usage = None
 
     def publish_name(self) -> None:
         self.hub.publish(
@@ -160,7 +184,15 @@ class SessionHost:
             "header": session.header,
             "saved": session.flushed,
             "diagnostics": session.diagnostics.as_json(),
+            "format": getattr(self.root, "format", "pi"),
+            "root": getattr(self.root, "name", "sessiond"),
+            "readOnly": session.read_only is not None,
         }
+
+
+def entry_ids(entries: list[Any]) -> list[str]:
+    """The string ids of entries (ingested lines may be junk without one)."""
+    return [e["id"] for e in entries if type(e) is dict and type(e.get("id")) is str]
 
 
 def _now_iso() -> str:

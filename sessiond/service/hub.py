@@ -46,6 +46,9 @@ class Hub:
     def is_subscribed(self, session_id: str, subscriber: Subscriber) -> bool:
         return subscriber.id in self._subs.get(session_id, {})
 
+    def subscribers(self, topic: str) -> list[Subscriber]:
+        return list(self._subs.get(topic, {}).values())
+
     def subscriber_count(self, session_id: str) -> int:
         return len(self._subs.get(session_id, {}))
 

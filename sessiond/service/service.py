@@ -22,28 +22,27 @@ import orjson
 from ..errors import (
     EntryNotFoundError,
     InvalidArgumentError,
-    NotASessionError,
-    SessiondError,
     SessionExistsError,
+    SessionNotFoundError,
 )
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, key
 from ..model.messages import content_text
 from ..model.tokens import get_estimator
 from ..store.journal import Durability
-from ..store.listing import ListingCache, SessionInfo, iso_string, list_sessions, read_header
+from ..store.listing import ListingCache, iso_string
 from ..store.session import Session
+from .catalog import Catalog, Listed
 from .compactor import Compactor
 from .config import Config
+from .following import Follower
 from .host import USAGE_FIELDS, SessionHost, default_window_for
 from .hub import Hub, Subscriber
+from .roots import Root
 from .settings import SessionSettings
 
-
-class SessionNotFoundError(SessiondError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"Session {session_id} not found", sessionId=session_id)
-        self.session_id = session_id
+LIST_TOPIC = "*sessions*"
+"""The hub topic of ``session_list_update`` (not a session id: ids cannot contain ``*``)."""
 
 
 class Service:
@@ -54,6 +53,7 @@ class Service:
         self.hosts: dict[str, SessionHost] = {}
         self.settings = SessionSettings(self.layout.root / "settings")
         self.listing = ListingCache(self.layout.root / "cache" / "listing.json")
+        self.catalog = Catalog(config.roots, self.listing)
         self.estimator = get_estimator(config.estimator)
         self._paths: dict[str, Path] = {}
         self._opening: dict[str, anyio.Lock] = {}
@@ -63,35 +63,29 @@ class Service:
         self.clients: dict[int, Subscriber] = {}
         """Connections that used a session, by id (to find a summarizing client)."""
         self.compactor = Compactor(self)
+        self.follower = Follower(self)
         self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ hosts
 
-    def _host_for(self, session: Session) -> SessionHost:
+    def _host_for(self, session: Session, root: Root | None = None) -> SessionHost:
         host = SessionHost(session, self.hub, self.estimator, self._window_for)
+        host.root = root or self.catalog.roots[0]
+        self.follower.opened(host)
         self.hosts[session.id] = host
         self._paths[session.id] = session.path
         return host
 
-    def _find_path(self, session_id: str) -> Path:
+    def _find(self, session_id: str) -> tuple[Root, Path]:
         known = self._paths.get(session_id)
         if known is not None and known.exists():
-            return known
-        invalid: Path | None = None
-        for candidate in sorted(self.layout.sessions_dir.glob(f"*/*_{session_id}.jsonl")):
-            header = read_header(candidate)
-            if header is not None and header.get("id") == session_id:
-                self._paths[session_id] = candidate
-                return candidate
-            if header is None and candidate.is_file():
-                invalid = candidate
-        for info in list_sessions(self.layout, cache=self.listing):
-            if info.id == session_id:
-                self._paths[session_id] = Path(info.path)
-                return Path(info.path)
-        if invalid is not None:
-            raise NotASessionError(str(invalid), "its first JSON line is not a session header")
-        raise SessionNotFoundError(session_id)
+            return self.catalog.root_of(known), known
+        root, path = self.catalog.find(session_id)
+        self._paths[session_id] = path
+        return root, path
+
+    def _find_path(self, session_id: str) -> Path:
+        return self._find(session_id)[1]
 
     async def host(self, session_id: str, user: Subscriber | None = None) -> SessionHost:
         """The open session with this id, opening it (in a worker thread) if needed."""
@@ -101,11 +95,11 @@ class Service:
             async with lock:
                 host = self.hosts.get(session_id)
                 if host is None:
-                    path = await anyio.to_thread.run_sync(self._find_path, session_id)
+                    root, path = await anyio.to_thread.run_sync(self._find, session_id)
                     session = await anyio.to_thread.run_sync(
-                        lambda: Session.open(path, durability=self.config.durability)
+                        lambda: self.catalog.open(root, path, self.config.durability)
                     )
-                    host = self._host_for(session)
+                    host = self._host_for(session, root)
             self._opening.pop(session_id, None)
         if user is not None:
             host.users.add(user.id)
@@ -133,8 +127,22 @@ class Service:
     def _close_if_unused(self, session_id: str) -> None:
         host = self.hosts.get(session_id)
         if host is not None and not host.users and not self.hub.subscriber_count(session_id):
-            host.session.close()
-            del self.hosts[session_id]
+            self.drop_host(host)
+
+    def drop_host(self, host: SessionHost) -> None:
+        """Close an open session (nobody uses it, or its file was deleted)."""
+        self.follower.closed(host)
+        host.session.close()
+        if self.hosts.get(host.id) is host:
+            del self.hosts[host.id]
+
+    def host_at(self, path: Path) -> SessionHost | None:
+        """The open session whose file is ``path``, if any."""
+        target = os.path.abspath(path)
+        for host in self.hosts.values():
+            if os.path.abspath(host.session.path) == target:
+                return host
+        return None
 
     def close_all(self) -> None:
         for host in self.hosts.values():
@@ -190,6 +198,11 @@ class Service:
         usage = host.usage()
         user.send_update(host.id, {"sessionUpdate": "usage_update", **{k: usage[k] for k in USAGE_FIELDS}})
 
+    def subscribe_list(self, user: Subscriber) -> None:
+        """Send ``user`` a ``session_list_update`` whenever a session appears, changes or goes."""
+        self.hub.subscribe(LIST_TOPIC, user)
+        self.clients[user.id] = user
+
     async def unsubscribe(self, user: Subscriber, session_id: str) -> dict[str, Any]:
         if session_id not in self.hosts and not self._exists(session_id):
             raise SessionNotFoundError(session_id)
@@ -230,21 +243,26 @@ class Service:
         self._paths.pop(session_id, None)
         return {"trashedPath": str(target)}
 
-    async def list_sessions(self, cwd: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+    async def list_sessions(
+        self,
+        cwd: str | None,
+        cursor: str | None,
+        limit: int,
+        root: str | None = None,
+        fmt: str | None = None,
+    ) -> dict[str, Any]:
         if cwd is not None and not os.path.isabs(cwd):
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
-        infos: list[SessionInfo] = await anyio.to_thread.run_sync(
-            lambda: list_sessions(self.layout, cwd, cache=self.listing)
-        )
+        listed: list[Listed] = await anyio.to_thread.run_sync(lambda: self.catalog.list_all(cwd, root, fmt))
         start = 0
         if cursor:
             after = _decode_cursor(cursor)
-            start = next((i + 1 for i, info in enumerate(infos) if info.path == after), None) or _bad_cursor()
-        page = infos[start : start + limit]
-        more = start + limit < len(infos)
+            start = next((i + 1 for i, x in enumerate(listed) if x.info.path == after), None) or _bad_cursor()
+        page = listed[start : start + limit]
+        more = start + limit < len(listed)
         return {
-            "sessions": [_summary(i) for i in page],
-            "nextCursor": _encode_cursor(page[-1].path) if more and page else None,
+            "sessions": [summary(x) for x in page],
+            "nextCursor": _encode_cursor(page[-1].info.path) if more and page else None,
         }
 
     # ------------------------------------------------------------------ writing
@@ -356,7 +374,11 @@ class Service:
         source = host.session
         selected = source.get(entry_id)
         where: Literal["before", "at"] = "at" if position == "at" else "before"
-        forked: Session = await anyio.to_thread.run_sync(lambda: source.fork(entry_id, where))
+        # A read-only session (another agent's) is forked into sessiond's own store.
+        directory = None if source.read_only is None else self.layout.cwd_dir(source.cwd or "/")
+        forked: Session = await anyio.to_thread.run_sync(
+            lambda: source.fork(entry_id, where, directory=directory)
+        )
         new_host = self._host_for(forked)
         new_host.users.add(user.id)
         result: dict[str, Any] = {
@@ -474,7 +496,9 @@ class Service:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _summary(info: SessionInfo) -> dict[str, Any]:
+def summary(listed: Listed) -> dict[str, Any]:
+    """A session as ``session/list`` shows it."""
+    info, root = listed.info, listed.root
     return {
         "sessionId": info.id,
         "path": info.path,
@@ -485,7 +509,9 @@ def _summary(info: SessionInfo) -> dict[str, Any]:
         "updatedAt": iso_string(info.modified_ms),
         "messageCount": info.message_count,
         "parentSession": info.parent_session_path,
-        "format": "pi",
+        "format": root.format,
+        "root": root.name,
+        "readOnly": not root.writable,
     }
 
 

@@ -138,10 +138,14 @@ class Journal:
         return cls(path, fd)
 
     @classmethod
-    def open(cls, path: Path) -> Journal:
-        """Open an existing session file for appending (nothing is written until the next append)."""
+    def open(cls, path: Path, *, read_only: bool = False) -> Journal:
+        """Open an existing session file for appending (nothing is written until the next append).
+
+        ``read_only`` opens it for reading and following only: an append raises.
+        """
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND
+            fd = os.open(path, flags | os.O_CLOEXEC)
         except OSError as exc:
             raise JournalError(
                 f"Cannot open session file {path}: {exc.strerror}", str(path), exc.errno

@@ -65,7 +65,7 @@ import orjson
 
 from ..model.js import UNDEFINED, date_ms, to_string, trim, truthy
 from ..model.js_json import JSONParseError, parse
-from .layout import StoreLayout
+from .layout import StoreLayout, encode_cwd
 
 __all__ = [
     "MAX_HEADER_SCAN_BYTES",
@@ -763,20 +763,27 @@ def list_sessions(
     layout: StoreLayout, cwd: str | None = None, cache: ListingCache | None = None
 ) -> list[SessionInfo]:
     """Sessions of one cwd (Pi's ``list(cwd)``) or, with ``cwd=None``, of the whole store
-    (Pi's ``listAll()``), newest first (ties: see :func:`_sort`).
+    (Pi's ``listAll()``), newest first (ties: see :func:`_sort`)."""
+    return list_sessions_in(layout.sessions_dir, cwd, cache)
+
+
+def list_sessions_in(
+    sessions_dir: str | os.PathLike[str], cwd: str | None = None, cache: ListingCache | None = None
+) -> list[SessionInfo]:
+    """:func:`list_sessions` for any directory laid out like Pi's ``sessions`` directory.
 
     With a cwd, only its ``--<encoded cwd>--`` directory is read, whatever the headers say
     (the directory is not created when missing). Without, every directory named ``--*--``
-    under ``<root>/sessions`` (symlinks followed) is read; Pi reads every subdirectory, but a
-    sessiond store holds no others. Unreadable files and directories are skipped.
+    (symlinks followed) is read; Pi reads every subdirectory, but a sessiond store holds no
+    others. Unreadable files and directories are skipped.
     """
-    sessions_dir = os.fspath(layout.sessions_dir)
+    root = os.fspath(sessions_dir)
     if cwd is not None:
-        dirs = [os.fspath(layout.cwd_dir(cwd))]
+        dirs = [os.path.join(root, encode_cwd(cwd))]
     else:
         dirs = []
         try:
-            with os.scandir(sessions_dir) as it:
+            with os.scandir(root) as it:
                 for e in it:
                     name = e.name
                     if len(name) >= 4 and name.startswith("--") and name.endswith("--"):
@@ -789,7 +796,7 @@ def list_sessions(
     infos = _summaries(dirs, cache)
     if cache is not None:
         if cwd is None:  # forget directories that disappeared
-            gone = {d for d in cache.cached_dirs() if os.path.dirname(d) == sessions_dir} - set(dirs)
+            gone = {d for d in cache.cached_dirs() if os.path.dirname(d) == root} - set(dirs)
             cache.prune(gone, set())
         if cache.autosave:
             cache.save()

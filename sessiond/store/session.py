@@ -19,6 +19,7 @@ import io
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from ..errors import (
     EntryNotFoundError,
     InvalidArgumentError,
     LeafMismatchError,
+    ReadOnlySessionError,
+    SessionChangedError,
     SessiondError,
     SessionExistsError,
     SessionNotSavedError,
@@ -139,6 +142,9 @@ class Session:
         if journal is not None:
             index.read_body = journal.pread
         self._tail_start = -1  # offset of an unterminated last line indexed at open, if any
+        self.read_only: str | None = None
+        self.external_backlog: list[Any] = []
+        """Why sessiond must not write this session (another agent's file), or None."""
 
     # ------------------------------------------------------------------ construction
 
@@ -173,16 +179,35 @@ class Session:
         *,
         durability: Durability = Durability.BUFFERED,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        read_only: str | None = None,
     ) -> Session:
         """Open an existing session file for reading and appending.
 
         Reading builds the light index in one pass and writes nothing, except for v1/v2 files:
         those are migrated and rewritten atomically first (Pi rewrites them in place on open).
         A torn last line is repaired by the next append, not here.
+
+        ``read_only`` (the reason, for the error) opens a file sessiond must never write —
+        another agent's — for reading and following its growth; a v1/v2 file is then migrated
+        in memory only.
         """
         path = Path(path)
         with open(path, "rb") as f:
             index, diag = SessionIndex.from_lines(f, str(path), cache_bytes)
+        if read_only is not None:
+            if _needs_migration(index.header):
+                loaded = load_session(path)
+                index = SessionIndex(loaded.header, cache_bytes)
+                for entry in loaded.entries:
+                    index.add(entry, -1, len(encode_line(entry)))
+                session = cls(path, index, None, loaded.diagnostics, durability)
+            else:
+                journal = Journal.open(path, read_only=True)
+                session = cls(path, index, journal, diag, durability, scan_end=journal.size)
+                if diag.torn_tail and diag.torn_tail_parsed:
+                    session._tail_start = int(index.offsets[len(index) - 1])
+            session.read_only = read_only
+            return session
         if _needs_migration(index.header):
             migrated_from = _migrate_file(path)
             with open(path, "rb") as f:
@@ -223,6 +248,10 @@ class Session:
     def cwd(self) -> str:
         cwd = self._index.header.get("cwd")
         return cwd if type(cwd) is str else ""
+
+    def file_size(self) -> int | None:
+        """Bytes of the file as far as this session has read or written it (None: no file yet)."""
+        return None if self._journal is None else self._journal.size
 
     @property
     def flushed(self) -> bool:
@@ -435,6 +464,7 @@ class Session:
     def begin_move_leaf(self, entry_id: Any, *, durability: Durability | None = None) -> PendingAppend | None:
         """:meth:`move_leaf` without waiting for durability (``None``: already there)."""
         with self._lock:
+            self._before_write()
             if entry_id is not None and entry_id not in self._index.tree:
                 raise EntryNotFoundError(entry_id)
             old = self._index.tree.leaf_id
@@ -481,6 +511,7 @@ class Session:
         if type(specs) is not list or not specs:
             raise InvalidArgumentError("entries must be a non-empty array", field="entries")
         with self._lock:
+            self._before_write()
             current = self._leaf_for_append()
             if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
                 raise LeafMismatchError(expect_leaf_id, current)
@@ -630,6 +661,8 @@ class Session:
 
     def _stage_and_write(self, specs: list[Any], parent: Any, durability: Durability | None) -> PendingAppend:
         """Validate and build every spec, then write them all (caller holds the lock)."""
+        if self.read_only is not None:
+            raise ReadOnlySessionError(self.id, self.read_only)
         tree = self._index.tree
         if parent is None:
             light_path: list[Any] = []
@@ -729,6 +762,44 @@ class Session:
 
     # ------------------------------------------------------------------ someone else's appends
 
+    def _before_write(self) -> None:
+        if self.read_only is not None:
+            raise ReadOnlySessionError(self.id, self.read_only)
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Before writing (under the lock): index what another program appended meanwhile.
+
+        Without this an external append would be skipped by the index (the journal adopts the
+        new end of file) and the daemon's entry would hang below a stale leaf. What is read here
+        waits in :attr:`external_backlog` for the owner to announce it. A line another program
+        is writing right now (no newline yet, file touched within the last second) is not cut
+        off: the write is refused and can be retried.
+        """
+        journal = self._journal
+        if journal is None or journal.broken:
+            return  # (a broken journal refuses the write itself)
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise SessionChangedError(str(self.path), "the file was deleted") from None
+        if st.st_size == self._scan_end and st.st_size == journal.size:
+            return
+        result = self.ingest()
+        if result.reload_required is not None:
+            raise SessionChangedError(str(self.path), result.reload_required)
+        self.external_backlog.extend(result.entries)
+        if result.partial_tail and time.time() - st.st_mtime < 1.0:
+            raise SessionChangedError(
+                str(self.path), "another program is writing a line to it right now; retry"
+            )
+
+    def take_external(self) -> list[Any]:
+        """Entries another program appended that a write indexed first (see :meth:`_catch_up`)."""
+        with self._lock:
+            backlog, self.external_backlog = self.external_backlog, []
+            return backlog
+
     def ingest(self) -> IngestResult:
         """Index complete lines another program appended since the last known end of file.
 
@@ -788,7 +859,9 @@ class Session:
 
     # ------------------------------------------------------------------ fork and clone
 
-    def create_branched_session(self, leaf_id: Any, *, durability: Durability | None = None) -> Session:
+    def create_branched_session(
+        self, leaf_id: Any, *, durability: Durability | None = None, directory: Path | None = None
+    ) -> Session:
         """Pi's ``createBranchedSession``: a new session holding only the path to ``leaf_id``.
 
         Labels are dropped from the path and re-created after it (with their original
@@ -839,7 +912,8 @@ class Session:
                 taken.add(lid)
                 label_entries.append(E.new_label(lid, label_parent, label_ts, target, label))
                 label_parent = lid
-            new_path = self.path.parent / session_file_name(timestamp, sid)
+            new_path = (directory or self.path.parent) / session_file_name(timestamp, sid)
+            new_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             return _session_from_entries(
                 new_path, header, [*kept, *label_entries], durability or self.durability
             )
@@ -850,11 +924,13 @@ class Session:
         position: Literal["before", "at"] = "before",
         *,
         durability: Durability | None = None,
+        directory: Path | None = None,
     ) -> Session:
         """``/fork`` (before a user message: its parent becomes the leaf) or ``/clone`` (at an entry).
 
         Forking before a first message gives a new, empty session whose ``parentSession`` is
-        this one.
+        this one. The new session goes beside this one, or into ``directory`` (a read-only
+        session's forks go to sessiond's store).
         """
         with self._lock:
             selected = self.get(entry_id)
@@ -874,12 +950,12 @@ class Session:
                 raise InvalidArgumentError("position must be 'before' or 'at'", field="position")
             if not truthy(target):
                 return Session.create(
-                    self.path.parent,
+                    directory or self.path.parent,
                     self.cwd,
                     parent_session=str(self.path),
                     durability=durability or self.durability,
                 )
-            return self.create_branched_session(target, durability=durability)
+            return self.create_branched_session(target, durability=durability, directory=directory)
 
     @classmethod
     def fork_from(

@@ -59,7 +59,9 @@ def start_daemon(
     store.mkdir(parents=True, exist_ok=True)
     socket = tmp / "run" / "sessiond.sock"
     log = tmp / "daemon.log"
-    run_env = {**os.environ, "SESSIOND_HOME": str(store), **(env or {})}
+    # Other agents' directories point into the test's tmp dir, never at the user's real ones.
+    isolated = {"CLAUDE_CONFIG_DIR": str(tmp / "claude"), "PI_CODING_AGENT_DIR": str(tmp / "pi")}
+    run_env = {**os.environ, "SESSIOND_HOME": str(store), **isolated, **(env or {})}
     run_env.pop("SESSIOND_CONFIG", None)
     if config is not None:
         (tmp / "config.toml").write_text(config)

@@ -310,10 +310,12 @@ async def test_peers_of_another_uid_are_refused(tmp_path: Path) -> None:
             "os.setgid(65534); os.setuid(65534)\n"
             "s = socket.socket(socket.AF_UNIX)\n"
             f"s.connect({str(sock)!r})\n"
-            's.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\\n\')\n'
-            "s.settimeout(5)\n"
-            "try:\n    print(repr(s.recv(100)))\n"
-            "except ConnectionResetError:\n    print('reset')\n"
+            "try:\n"
+            '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"initialize",'
+            '"params":{"protocolVersion":1}}\\n\')\n'
+            "    s.settimeout(5)\n"
+            "    print(repr(s.recv(100)))\n"
+            "except (ConnectionResetError, BrokenPipeError):\n    print('reset')\n"
         )
         out_proc = subprocess.run(
             [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=30

@@ -563,3 +563,35 @@ def test_batch_on_an_unsaved_session_flushes_with_everything(tmp_path: Path) -> 
         "message",
     ]
     assert lines(s.path)[-1]["id"] == ids[1]
+
+
+def test_an_external_append_is_indexed_before_the_next_write(tmp_path: Path) -> None:
+    """Another program appended to the file: the daemon's next entry hangs below its entry."""
+    session = Session.create(tmp_path, "/w")
+    first = session.append_message(user("mine"))
+    external = {
+        "type": "message",
+        "id": "ext00001",
+        "parentId": first,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": assistant("written by someone else"),
+    }
+    with open(session.path, "ab") as f:
+        f.write(json.dumps(external).encode() + b"\n")
+    second = session.append_message(user("mine again"))
+    assert [e["id"] for e in session.take_external()] == ["ext00001"]
+    assert session.take_external() == []
+    assert session.get(second)["parentId"] == "ext00001"
+    reopened = Session.open(session.path)
+    assert reopened.branch_ids() == [first, "ext00001", second]
+
+
+def test_a_line_being_written_by_another_program_is_not_cut(tmp_path: Path) -> None:
+    session = Session.create(tmp_path, "/w")
+    session.append_message(user("mine"))
+    with open(session.path, "ab") as f:
+        f.write(b'{"type":"message","id":"half"')  # no newline yet, written just now
+    size = session.path.stat().st_size
+    with pytest.raises(SessionChangedError):
+        session.append_message(user("would cut it"))
+    assert session.path.stat().st_size == size

@@ -1,0 +1,193 @@
+"""Keep the daemon in step with other programs writing session files.
+
+The :class:`~sessiond.service.watcher.Watcher` says *which* file changed *how*; this decides
+what that means for the daemon:
+
+* an open session grew -> index only the new complete lines and publish them
+  (``entries_appended`` with ``external: true``, then ``usage_update``);
+* an open session was rewritten, replaced or deleted -> reopen it (or close it) and publish
+  ``external_change`` with what changed (leaf, entry count);
+* a session file appeared, changed or went in a root -> ``session_list_update`` to the
+  connections that listed with ``subscribe: true``.
+
+The daemon's own appends advance the session's read offset (and the watcher's expectation)
+before the watcher looks, so they never come back as external changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import SessiondError
+from .catalog import UUID_STEM, Listed
+from .watcher import FileEvent, Watcher
+
+if TYPE_CHECKING:
+    from .host import SessionHost
+    from .service import Service
+
+log = logging.getLogger("sessiond.watch")
+
+
+class Follower:
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        config = service.config.watch
+        self.enabled = config.enabled
+        self.watcher = Watcher(
+            self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    ROOT_CHECK_INTERVAL = 2.0
+    """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
+
+    async def run(self) -> None:
+        if not self.enabled:
+            return
+        missing = []
+        for root in self.service.catalog.roots:
+            if root.path.is_dir():
+                self.watcher.watch_dir(root.path, recursive=True)
+            else:
+                missing.append(root.path)
+        for host in list(self.service.hosts.values()):
+            self.opened(host)
+        async with anyio.create_task_group() as tg:
+            if missing:
+                tg.start_soon(self._wait_for_roots, missing)
+            await self.watcher.run()
+            tg.cancel_scope.cancel()
+
+    async def _wait_for_roots(self, missing: list[Path]) -> None:
+        while missing:
+            await anyio.sleep(self.ROOT_CHECK_INTERVAL)
+            for path in [p for p in missing if p.is_dir()]:
+                missing.remove(path)
+                log.info("watching %s (it appeared)", path)
+                self.watcher.watch_dir(path, recursive=True)
+
+    def stop(self) -> None:
+        self.watcher.stop()
+
+    def opened(self, host: SessionHost) -> None:
+        """Follow an open session's file (from the state the session was read in)."""
+        if not self.enabled:
+            return
+        size = host.session.file_size()
+        if size is not None:
+            self.watcher.track(host.session.path, size)
+        host.after_write = lambda: self.written(host)
+
+    def written(self, host: SessionHost) -> None:
+        size = host.session.file_size()
+        if size is not None:
+            self.watcher.expect(host.session.path, size)
+
+    def closed(self, host: SessionHost) -> None:
+        host.after_write = None
+
+    # ------------------------------------------------------------------ events
+
+    async def on_events(self, events: list[FileEvent]) -> None:
+        for event in events:
+            try:
+                host = self.service.host_at(event.path)
+                if host is not None:
+                    await self._follow(host, event)
+                self._list_update(event)
+            except SessiondError as exc:
+                log.warning("%s: %s", event.path, exc.message)
+            except OSError as exc:
+                log.warning("%s: %s", event.path, exc)
+
+    async def _follow(self, host: SessionHost, event: FileEvent) -> None:
+        session = host.session
+        if event.kind == "deleted":
+            self._publish_change(host, "deleted", None, host.session.entry_count)
+            self.service.drop_host(host)
+            return
+        if event.kind in ("grown", "created"):
+            result = await anyio.to_thread.run_sync(session.ingest)
+            if result.reload_required is None:
+                if result.entries:
+                    host.announce_external(result.entries)
+                return
+            kind = "replaced" if "replaced" in result.reload_required else "rewritten"
+        else:
+            kind = event.kind
+        await self._reload(host, kind)
+
+    async def _reload(self, host: SessionHost, reason: str) -> None:
+        previous_leaf, previous_count = host.session.leaf_id, host.session.entry_count
+        root = host.root
+        fresh = await anyio.to_thread.run_sync(
+            lambda: self.service.catalog.open(root, host.session.path, self.service.config.durability)
+        )
+        old = host.session
+        host.replace_session(fresh)
+        old.close()
+        self.opened(host)
+        self._publish_change(host, reason, previous_leaf, previous_count)
+        host.publish_usage(force=True)
+
+    def _publish_change(
+        self, host: SessionHost, reason: str, previous_leaf: Any, previous_count: int
+    ) -> None:
+        session = host.session
+        self.service.hub.publish(
+            host.id,
+            {
+                "sessionUpdate": "external_change",
+                "reason": reason,
+                "leafId": None if reason == "deleted" else session.leaf_id,
+                "previousLeafId": previous_leaf,
+                "entryCount": 0 if reason == "deleted" else session.entry_count,
+                "previousEntryCount": previous_count,
+            },
+        )
+
+    # ------------------------------------------------------------------ listings
+
+    def _list_update(self, event: FileEvent) -> None:
+        service = self.service
+        from .service import LIST_TOPIC, summary  # noqa: PLC0415 (the service imports this module)
+
+        if not service.hub.subscriber_count(LIST_TOPIC):
+            return
+        root = service.catalog.root_of(event.path)
+        if root.format == "claude-code" and not UUID_STEM.fullmatch(event.path.stem):
+            return  # sub-agent transcripts and other files are not sessions
+        if event.kind == "deleted":
+            stem = event.path.stem
+            session_id = stem if root.format == "claude-code" else stem.rsplit("_", 1)[-1]
+            self._send(session_id, {"change": "removed", "session": None, "path": str(event.path)})
+            return
+        info = (
+            service.catalog.claude_info(event.path)
+            if root.format == "claude-code"
+            else service.listing.info(os.fspath(event.path))
+        )
+        if info is None:
+            return
+        self._send(
+            str(info.id),
+            {
+                "change": "added" if event.kind == "created" else "updated",
+                "session": summary(Listed(info, root)),
+                "path": str(Path(event.path)),
+            },
+        )
+
+    def _send(self, session_id: str, fields: dict[str, Any]) -> None:
+        from .service import LIST_TOPIC  # noqa: PLC0415
+
+        update = {"sessionUpdate": "session_list_update", **fields}
+        for subscriber in self.service.hub.subscribers(LIST_TOPIC):
+            subscriber.send_update(session_id, update)

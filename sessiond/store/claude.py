@@ -1,0 +1,197 @@
+"""A Claude Code transcript behind sessiond's session API: read-only, followed as it grows.
+
+The tree holds every chain entry of the file in Pi's entry shape (``to_pi_entries``: ids are
+Claude Code's uuids, so clients can name entries), with the leaf Claude Code's ``--resume``
+would pick. The *context* is not a Pi projection of that tree: it is the conversation Claude
+Code rebuilds (``reconstruct``: progress bridged, orphaned parallel tool results recovered,
+streamed pieces merged into API messages, every tool call paired). Usage anchors on those
+merged messages, so ``usage_update`` reports Claude's real context size.
+
+Every write is refused (:class:`~sessiond.errors.ReadOnlySessionError`): sessiond never
+rewrites another agent's file. Growth is followed by re-reading the transcript (its
+reconstruction needs the whole graph), which costs a parse of the file per change.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import ReadOnlySessionError
+from ..formats.claude_code import (
+    ClaudeTranscript,
+    Reconstruction,
+    parse_transcript,
+    reconstruct,
+    to_pi_entries,
+)
+from ..formats.pi import LoadDiagnostics
+from ..model.js import get, key
+from ..model.projection import ContextSettings, ProjectedEntry, Projection
+from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from .index import SessionIndex
+from .journal import Durability
+from .session import IngestResult, Session
+
+READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes another agent's file"
+
+
+class _Diagnostics:
+    """What ``session/load`` reports for a Claude Code file: the load and the reconstruction."""
+
+    def __init__(self, transcript: ClaudeTranscript, rec: Reconstruction) -> None:
+        self.transcript = transcript
+        self.rec = rec
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "format": "claude-code",
+            "load": self.transcript.diagnostics.as_json(),
+            "reconstruction": self.rec.diagnostics,
+            "titles": self.transcript.titles.as_json(),
+        }
+
+
+class ClaudeSession(Session):
+    def __init__(self, path: Path, transcript: ClaudeTranscript, read_end: int, inode: int | None) -> None:
+        rec = reconstruct(transcript)
+        index = _index(transcript, rec)
+        super().__init__(path, index, None, LoadDiagnostics(), Durability.BUFFERED)
+        self.read_only = READ_ONLY
+        self.transcript = transcript
+        self.reconstruction = rec
+        self.diagnostics = _Diagnostics(transcript, rec)  # type: ignore[assignment]
+        self._read_end = read_end
+        self._inode = inode
+        self._context: tuple[Any, Projection] | None = None
+
+    @classmethod
+    def open(cls, path: Path, *, durability: Durability = Durability.BUFFERED, **_: Any) -> ClaudeSession:
+        path = Path(path)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        return cls(path, parse_transcript(data[:end], str(path)), end, st.st_ino)
+
+    # ------------------------------------------------------------------ what differs from Pi
+
+    @property
+    def flushed(self) -> bool:
+        return True
+
+    @property
+    def name(self) -> str | None:
+        return self.transcript.title()
+
+    def file_size(self) -> int | None:
+        return self._read_end
+
+    def close(self) -> None:
+        pass
+
+    def context(self) -> Projection:
+        """The conversation Claude Code resumes from the current leaf."""
+        with self._lock:
+            leaf = key(self.leaf_id)
+            if self._context is not None and self._context[0] == leaf:
+                return self._context[1]
+            rec = self.reconstruction
+            if key(rec.leaf_uuid) != leaf:
+                rec = reconstruct(self.transcript, leaf=self.leaf_id) if self.leaf_id else rec
+            projection = self._project(rec)
+            self._context = (leaf, projection)
+            return projection
+
+    def context_for(self, path: list[Any]) -> Projection:
+        if not path:
+            return Projection([], [], ContextSettings())
+        return self._project(reconstruct(self.transcript, leaf=get(path[-1], "id")))
+
+    def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
+        with self._lock:
+            return estimate_projected_context_tokens(self.context(), self._current_branch(), estimator)
+
+    def _project(self, rec: Reconstruction) -> Projection:
+        entries: list[ProjectedEntry] = []
+        messages: list[Any] = []
+        model: Any = None
+        for uuid, message in rec.messages:
+            if not entries or key(get(entries[-1].source, "id")) != key(uuid):
+                light = self._index.tree.get(uuid)
+                source = self._index.full(light) if light is not None else {"type": "message", "id": uuid}
+                entries.append(ProjectedEntry(source, []))
+            entries[-1].messages.append(message)
+            messages.append(message)
+            if get(message, "role") == "assistant":
+                model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
+        return Projection(entries, messages, ContextSettings("off", model))
+
+    def prepare_compaction_at_leaf(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReadOnlySessionError(self.id, "compacting a Claude Code transcript is not supported")
+
+    def fork(self, *args: Any, **kwargs: Any) -> Session:
+        raise ReadOnlySessionError(self.id, "forking a Claude Code transcript is not supported yet")
+
+    def create_branched_session(self, *args: Any, **kwargs: Any) -> Session:
+        raise ReadOnlySessionError(self.id, "forking a Claude Code transcript is not supported yet")
+
+    # ------------------------------------------------------------------ following
+
+    def ingest(self) -> IngestResult:
+        """Re-read the transcript when it grew; report the entries that are new."""
+        with self._lock:
+            result = IngestResult()
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                result.reload_required = "the file was deleted"
+                return result
+            if self._inode is not None and st.st_ino != self._inode:
+                result.reload_required = "the file was replaced"
+                return result
+            if st.st_size < self._read_end:
+                result.reload_required = "the file was truncated"
+                return result
+            if st.st_size == self._read_end:
+                return result
+            with open(self.path, "rb") as f:
+                data = f.read()
+            end = data.rfind(b"\n") + 1
+            result.bytes_read = len(data) - self._read_end
+            result.partial_tail = end < len(data)
+            if end <= self._read_end:
+                return result
+            known = set(self._index.tree.ids())
+            transcript = parse_transcript(data[:end], str(self.path))
+            rec = reconstruct(transcript)
+            self._index = _index(transcript, rec)
+            self.transcript, self.reconstruction = transcript, rec
+            self.diagnostics = _Diagnostics(transcript, rec)  # type: ignore[assignment]
+            self._read_end = end
+            self._context = None
+            self._projection = None
+            self._light_ctx = None
+            self._usage.clear()
+            result.entries = [
+                self._index.full(self._index.tree.get(i)) for i in self._index.tree.ids() if i not in known
+            ]
+            return result
+
+
+def _index(transcript: ClaudeTranscript, rec: Reconstruction) -> SessionIndex:
+    first = next(iter(transcript.chain.values()), {})
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": transcript.session_id or Path(transcript.source).stem,
+        "timestamp": first.get("timestamp", ""),
+        "cwd": transcript.cwd or "",
+    }
+    index = SessionIndex(header)
+    for entry in to_pi_entries(transcript):
+        index.add(entry, -1, 0)
+    if rec.leaf_uuid is not None and rec.leaf_uuid in index.tree:
+        index.tree.set_leaf(rec.leaf_uuid)
+    return index

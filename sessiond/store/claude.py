@@ -22,6 +22,7 @@ from ..errors import ReadOnlySessionError
 from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
+    find_subagents,
     parse_transcript,
     reconstruct,
     to_pi_entries,
@@ -40,7 +41,8 @@ READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes anothe
 class _Diagnostics:
     """What ``session/load`` reports for a Claude Code file: the load and the reconstruction."""
 
-    def __init__(self, transcript: ClaudeTranscript, rec: Reconstruction) -> None:
+    def __init__(self, path: Path, transcript: ClaudeTranscript, rec: Reconstruction) -> None:
+        self.path = path
         self.transcript = transcript
         self.rec = rec
 
@@ -50,6 +52,7 @@ class _Diagnostics:
             "load": self.transcript.diagnostics.as_json(),
             "reconstruction": self.rec.diagnostics,
             "titles": self.transcript.titles.as_json(),
+            "subagents": [link.as_json() for link in find_subagents(self.path, self.transcript)],
         }
 
 
@@ -61,7 +64,7 @@ class ClaudeSession(Session):
         self.read_only = READ_ONLY
         self.transcript = transcript
         self.reconstruction = rec
-        self.diagnostics = _Diagnostics(transcript, rec)  # type: ignore[assignment]
+        self.diagnostics = _Diagnostics(path, transcript, rec)  # type: ignore[assignment]
         self._read_end = read_end
         self._inode = inode
         self._context: tuple[Any, Projection] | None = None
@@ -168,7 +171,7 @@ class ClaudeSession(Session):
             rec = reconstruct(transcript)
             self._index = _index(transcript, rec)
             self.transcript, self.reconstruction = transcript, rec
-            self.diagnostics = _Diagnostics(transcript, rec)  # type: ignore[assignment]
+            self.diagnostics = _Diagnostics(self.path, transcript, rec)  # type: ignore[assignment]
             self._read_end = end
             self._context = None
             self._projection = None

@@ -65,6 +65,7 @@ async def test_a_claude_session_is_listed_loaded_and_read_only(tmp_path: Path) -
     directory = project_dir(tmp_path)
     path = directory / COMPACTED.name
     shutil.copyfile(COMPACTED, path)
+    shutil.copytree(COMPACTED.with_suffix(""), directory / COMPACTED.stem)  # its sub-agents
     daemon = start_daemon(tmp_path)
     try:
         client = await daemon.client()
@@ -74,6 +75,9 @@ async def test_a_claude_session_is_listed_loaded_and_read_only(tmp_path: Path) -
         assert info["firstMessage"].startswith("Work on bead spotter-4te")
         loaded = await client.request("session/load", {"sessionId": info["sessionId"]})
         assert loaded["format"] == "claude-code" and loaded["readOnly"]
+        agents = loaded["diagnostics"]["subagents"]
+        assert {a["layout"] for a in agents} == {"nested"} and len(agents) == 2
+        assert all(a["toolUseId"] or a["parentEntryUuid"] for a in agents)
         cold = ClaudeSession.open(path)
         assert loaded["leafId"] == cold.leaf_id == cold.reconstruction.leaf_uuid
         context = await client.request("context/get", {"sessionId": info["sessionId"]})

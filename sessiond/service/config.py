@@ -38,7 +38,8 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     enabled = true
     [watch]
     enabled = true                   # follow external appends/rewrites of open and listed sessions
-    poll_interval = 0.0              # > 0: stat-poll instead of inotify (network file systems)
+    poll_interval = 0.0              # > 0: stat-poll other agents' roots instead of inotify (NFS)
+    own_poll_interval = 0.5          # the store sessiond writes is polled (inotify would tax appends)
     [summarizer.http]                # an OpenAI-compatible /chat/completions endpoint
     base_url = "http://127.0.0.1:8080/v1"
     model = "my-model"
@@ -111,7 +112,11 @@ class SummarizerConfig:
 class WatchConfig:
     enabled: bool = True
     poll_interval: float = 0.0
-    """Seconds between stat polls; 0 uses inotify (falling back to polling if it fails)."""
+    """Roots other agents write: seconds between stat polls; 0 uses inotify (falling back to
+    polling if it fails)."""
+    own_poll_interval: float = 0.5
+    """Roots sessiond writes (its store): seconds between stat polls (kernel watches there would
+    tax every append)."""
 
 
 @dataclass(frozen=True)
@@ -319,11 +324,14 @@ def _roots(data: Any) -> dict[str, Any]:
 def _watch(data: Any) -> WatchConfig:
     if not isinstance(data, dict):
         raise ConfigError("watch must be a table", field="watch")
-    _only(data, {"enabled", "poll_interval"}, "watch")
+    _only(data, {"enabled", "poll_interval", "own_poll_interval"}, "watch")
     enabled = data.get("enabled", True)
     if type(enabled) is not bool:
         raise ConfigError("watch.enabled must be true or false", field="watch.enabled")
     interval = data.get("poll_interval", 0.0)
     if type(interval) not in (int, float) or interval < 0:
         raise ConfigError("watch.poll_interval must be >= 0 seconds", field="watch.poll_interval")
-    return WatchConfig(enabled, float(interval))
+    own = data.get("own_poll_interval", 0.5)
+    if type(own) not in (int, float) or not own > 0:
+        raise ConfigError("watch.own_poll_interval must be > 0 seconds", field="watch.own_poll_interval")
+    return WatchConfig(enabled, float(interval), float(own))

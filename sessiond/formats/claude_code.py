@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -296,6 +296,35 @@ def parse_transcript(data: bytes, source: str = "<bytes>") -> ClaudeTranscript:
                 if number == diag.physical_lines and diag.torn_tail:
                     diag.torn_tail_parsed = True
         return _index(records, lines, diag, source)
+
+
+def extend_transcript(t: ClaudeTranscript, data: bytes) -> ClaudeTranscript:
+    """``t`` followed by ``data``: complete lines appended to its file since it was read.
+
+    Only the new lines are parsed; the indexes (chain, titles, counts) are rebuilt over all
+    records, which is cheap next to parsing. ``t`` itself is left as it was.
+    """
+    more = parse_transcript(data, t.source)
+    old, new = t.diagnostics, more.diagnostics
+    offset = old.physical_lines
+    diag = ClaudeLoadDiagnostics(
+        physical_lines=old.physical_lines + new.physical_lines,
+        blank_lines=old.blank_lines + new.blank_lines,
+        unparsable_lines=old.unparsable_lines + new.unparsable_lines,
+        unparsable_line_numbers=(
+            old.unparsable_line_numbers + [n + offset for n in new.unparsable_line_numbers]
+        )[:MAX_REPORTED_LINES],
+        non_object_lines=old.non_object_lines + new.non_object_lines,
+        non_object_line_numbers=(
+            old.non_object_line_numbers + [n + offset for n in new.non_object_line_numbers]
+        )[:MAX_REPORTED_LINES],
+        torn_tail=new.torn_tail,
+        torn_tail_parsed=new.torn_tail_parsed,
+    )
+    records = t.records + more.records
+    lines = t.lines + [n + offset for n in more.lines]
+    with paused_gc():
+        return _index(records, lines, diag, t.source)
 
 
 def _index(
@@ -1379,7 +1408,7 @@ def _pair_tool_results(raw: list[tuple[str, Message]]) -> tuple[list[tuple[str, 
 # --------------------------------------------------------------------------- Pi entries
 
 
-def to_pi_entries(t: ClaudeTranscript) -> list[dict[str, Any]]:
+def to_pi_entries(t: ClaudeTranscript, only: Container[str] | None = None) -> list[dict[str, Any]]:
     """Every chain entry of every branch as a Pi v3 entry, in first-seen file order.
 
     * ids are the Claude Code uuids; ``parentId`` is the parent after progress bridging and
@@ -1395,12 +1424,14 @@ def to_pi_entries(t: ClaudeTranscript) -> list[dict[str, Any]]:
     * system and attachment entries are ``custom`` entries ``claude-code.system/<subtype>`` and
       ``claude-code.attachment/<type>`` with a small ``data`` summary; progress entries are
       bridged away. Each entry carries ``claudeCode`` with the record type and its flags.
+
+    ``only`` converts just those uuids (the ones a follower has not seen yet).
     """
     with paused_gc():
-        return _to_pi_entries(t)
+        return _to_pi_entries(t, only)
 
 
-def _to_pi_entries(t: ClaudeTranscript) -> list[dict[str, Any]]:
+def _to_pi_entries(t: ClaudeTranscript, only: Container[str] | None = None) -> list[dict[str, Any]]:
     g = _graph(t)
     chain = t.chain
     carrier: dict[str, str] = {}
@@ -1416,6 +1447,8 @@ def _to_pi_entries(t: ClaudeTranscript) -> list[dict[str, Any]]:
         group_usage[mid] = usage if prev is None else _max_usage(prev, usage)
     out: list[dict[str, Any]] = []
     for u in g.order:
+        if only is not None and u not in only:
+            continue
         e = chain[u]
         etype = e.get("type")
         ts = e.get("timestamp")
@@ -1930,6 +1963,7 @@ __all__ = [
     "SubagentLink",
     "Titles",
     "assistant_message",
+    "extend_transcript",
     "find_subagents",
     "is_claude_code_file",
     "listing_fields",

@@ -8,8 +8,11 @@ streamed pieces merged into API messages, every tool call paired). Usage anchors
 merged messages, so ``usage_update`` reports Claude's real context size.
 
 Every write is refused (:class:`~sessiond.errors.ReadOnlySessionError`): sessiond never
-rewrites another agent's file. Growth is followed by re-reading the transcript (its
-reconstruction needs the whole graph), which costs a parse of the file per change.
+rewrites another agent's file. Growth is followed by parsing only the new lines and indexing
+only the new entries; the conversation is reconstructed again (repairs can reach back), which
+costs time in the size of the chain, not of the file's bytes. Entries already in the tree keep
+the shape they had when first seen (a later preserved-segment relink or a later piece of the
+same API message does not rewrite them); the context always reflects the whole file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..errors import ReadOnlySessionError
 from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
+    extend_transcript,
     find_subagents,
     parse_transcript,
     reconstruct,
@@ -160,26 +164,31 @@ class ClaudeSession(Session):
             if st.st_size == self._read_end:
                 return result
             with open(self.path, "rb") as f:
-                data = f.read()
+                f.seek(self._read_end)
+                data = f.read(st.st_size - self._read_end)
             end = data.rfind(b"\n") + 1
-            result.bytes_read = len(data) - self._read_end
+            result.bytes_read = len(data)
             result.partial_tail = end < len(data)
-            if end <= self._read_end:
+            if not end:
                 return result
-            known = set(self._index.tree.ids())
-            transcript = parse_transcript(data[:end], str(self.path))
+            # Only the new lines are parsed and only the new entries indexed; the conversation
+            # itself is rebuilt, because repairs can reach back (a late tool result, a piece of
+            # an earlier message).
+            transcript = extend_transcript(self.transcript, data[:end])
             rec = reconstruct(transcript)
-            self._index = _index(transcript, rec)
+            new = [u for u in transcript.chain if u not in self._index.tree]
+            for entry in to_pi_entries(transcript, only=set(new)):
+                self._index.add(entry, -1, 0)
+                result.entries.append(entry)
+            if rec.leaf_uuid is not None and rec.leaf_uuid in self._index.tree:
+                self._index.tree.set_leaf(rec.leaf_uuid)
             self.transcript, self.reconstruction = transcript, rec
             self.diagnostics = _Diagnostics(self.path, transcript, rec)  # type: ignore[assignment]
-            self._read_end = end
+            self._read_end += end
             self._context = None
             self._projection = None
             self._light_ctx = None
             self._usage.clear()
-            result.entries = [
-                self._index.full(self._index.tree.get(i)) for i in self._index.tree.ids() if i not in known
-            ]
             return result
 
 

@@ -844,7 +844,15 @@ class Session:
                     if type(value) is dict and value.get("type") == E.HEADER:
                         self.diagnostics.extra_headers += 1
                         continue
-                    self._index.add(value, offset, length)
+                    if type(value) is dict:
+                        # Like an own append: the cached context grows instead of being rebuilt.
+                        is_new_id = value.get("id", UNDEFINED) not in self._index.tree
+                        light = self._index.add(value, offset, length, keep=True)
+                        self._extend_light_context(value.get("parentId"), light, is_new_id, value)
+                    else:
+                        self._index.add(value, offset, length)
+                        self._projection = None
+                        self._light_ctx = None
                     result.entries.append(value)
             self.diagnostics.blank_lines += diag.blank_lines
             self.diagnostics.unparsable_lines += diag.unparsable_lines
@@ -852,9 +860,6 @@ class Session:
             self._scan_end = start + len(complete)
             result.partial_tail = bool(rest)
             self._journal.observe_external_growth(self._scan_end, ends_with_newline=True)
-            if result.entries:
-                self._projection = None
-                self._light_ctx = None
             return result
 
     # ------------------------------------------------------------------ fork and clone

@@ -1011,3 +1011,19 @@ def test_deep_chains_do_not_recurse() -> None:
     r = cc.reconstruct(t)
     assert len(r.chain) == n and r.leaf_uuid == f"u{n - 1}" and r.chain[0] == "u0"
     assert len(SessionTree(cc.to_pi_entries(t)).branch(f"u{n - 1}")) == n
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.9])
+def test_extending_a_transcript_equals_reading_it_whole(cut: float) -> None:
+    path = FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+    data = path.read_bytes()
+    at = data.rfind(b"\n", 0, int(len(data) * cut)) + 1
+    whole = cc.parse_transcript(data, str(path))
+    grown = cc.extend_transcript(cc.parse_transcript(data[:at], str(path)), data[at:])
+    assert list(grown.chain) == list(whole.chain)
+    assert grown.lines == whole.lines and grown.titles == whole.titles
+    assert grown.diagnostics.as_json() == whole.diagnostics.as_json()
+    a, b = cc.reconstruct(grown), cc.reconstruct(whole)
+    assert (a.leaf_uuid, a.chain, a.messages) == (b.leaf_uuid, b.chain, b.messages)
+    only = set(list(whole.chain)[-50:])
+    assert cc.to_pi_entries(grown, only=only) == [e for e in cc.to_pi_entries(whole) if e["id"] in only]

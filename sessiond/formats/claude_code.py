@@ -90,6 +90,8 @@ METADATA_TYPES: Final = frozenset(
 """Non-chain record types seen in real files or named by parsers (format notes §3)."""
 
 COMPACT_BOUNDARY: Final = "compact_boundary"
+SNIP_BOUNDARY: Final = "snip_boundary"
+"""A ``system`` entry whose ``snipMetadata.removedUuids`` Claude Code drops when it loads."""
 LEAF_RULES: Final = ("resume-file", "picker", "session", "agent")
 SYNTHETIC_TOOL_RESULT_TEXT: Final = "[Tool result missing due to internal error]"
 """Text of the error result given to a tool call that has none (Claude Code's placeholder wording)."""
@@ -486,6 +488,8 @@ class _Graph:
     """assistant uuid -> its tool_use ids (only assistants that have some)."""
     results: dict[str, list[str]]
     """user uuid -> its tool_result ids (only the tool-result users)."""
+    snipped: set[str] = field(default_factory=set)
+    """Entries removed by snip boundaries (their children hang off the nearest survivor)."""
 
 
 def _graph(t: ClaudeTranscript) -> _Graph:
@@ -599,7 +603,9 @@ def _build_graph(t: ClaudeTranscript) -> _Graph:
     preserved: set[str] = set()
     zero_usage: set[str] = set()
     relink = _apply_preserved_segment(chain, order, pos, parent, boundaries, pruned, preserved, zero_usage)
-    return _Graph(
+    snipped = _apply_snip_removals(chain, order, parent)
+    pruned |= snipped
+    graph = _Graph(
         order,
         pos,
         parent,
@@ -615,6 +621,38 @@ def _build_graph(t: ClaudeTranscript) -> _Graph:
         uses,
         results,
     )
+    graph.snipped = snipped
+    return graph
+
+
+def _apply_snip_removals(
+    chain: dict[str, dict[str, Any]], order: list[str], parent: dict[str, str | None]
+) -> set[str]:
+    """Claude Code's snip (``applySnipRemovals``): entries a ``snip_boundary`` lists in
+    ``snipMetadata.removedUuids`` leave the conversation, and an entry whose parent was removed
+    hangs off the nearest ancestor that was not. The removed entries stay in the tree (pruned:
+    never a leaf, never on a walk)."""
+    removed: set[str] = set()
+    for u in order:
+        e = chain[u]
+        if e.get("type") != SYSTEM or e.get("subtype") != SNIP_BOUNDARY:
+            continue
+        meta = e.get("snipMetadata")
+        ids = meta.get("removedUuids") if type(meta) is dict else None
+        if type(ids) is list:
+            removed.update(i for i in ids if type(i) is str and i in parent)
+    if not removed:
+        return removed
+    for u in order:
+        p = parent[u]
+        if u in removed or p not in removed:
+            continue
+        seen: set[str] = set()
+        while p is not None and p in removed and p not in seen:
+            seen.add(p)
+            p = parent.get(p)
+        parent[u] = None if p in removed else p
+    return removed
 
 
 def _apply_preserved_segment(
@@ -795,6 +833,7 @@ def _reconstruct(t: ClaudeTranscript, leaf: str | None, rule: str) -> Reconstruc
     diag["lastPromptLeafOnChain"] = None if lp is None else lp in set(chain)
     diag["compactBoundaries"] = _boundary_report(t, g, chain)
     diag["preservedSegment"] = g.relink
+    diag["snipRemoved"] = len(g.snipped)
     on_chain = set(chain)
     diag["sidechainEntriesExcluded"] = sum(
         1 for u in g.order if u not in on_chain and t.chain[u].get("isSidechain") is True

@@ -1027,3 +1027,21 @@ def test_extending_a_transcript_equals_reading_it_whole(cut: float) -> None:
     assert (a.leaf_uuid, a.chain, a.messages) == (b.leaf_uuid, b.chain, b.messages)
     only = set(list(whole.chain)[-50:])
     assert cc.to_pi_entries(grown, only=only) == [e for e in cc.to_pi_entries(whole) if e["id"] in only]
+
+
+def test_snip_removals_leave_the_conversation_and_children_are_relinked() -> None:
+    b = Builder()
+    b.user("u1", None, "first prompt")
+    b.text("a1", "u1", "first answer", "m1")
+    b.user("u2", "a1", "a noisy detour")
+    b.text("a2", "u2", "a long noisy answer", "m2")
+    b.user("u3", "a2", "back to work")
+    b.system("snip", "u3", "snip_boundary", snipMetadata={"removedUuids": ["u2", "a2", "not-in-file"]})
+    b.text("a3", "snip", "working", "m3")
+    t = b.load()
+    r = cc.reconstruct(t)
+    assert r.chain == ["u1", "a1", "u3", "snip", "a3"]
+    assert [s for s, _ in r.messages] == ["u1", "a1", "u3", "a3"]
+    assert r.diagnostics["snipRemoved"] == 2
+    entries = {e["id"]: e for e in cc.to_pi_entries(t)}
+    assert entries["u3"]["parentId"] == "a1" and "u2" in entries  # still in the tree

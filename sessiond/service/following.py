@@ -55,8 +55,10 @@ class Follower:
             self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
         )
         """Roots sessiond only reads (inotify unless polling is configured)."""
-        self.own = Watcher(self.on_events, poll_interval=config.own_poll_interval, suffixes=(".jsonl",))
-        """Roots sessiond writes (polled)."""
+        self.own = Watcher(
+            self.on_events, poll_interval=config.own_poll_interval or None, suffixes=(".jsonl",)
+        )
+        """Roots sessiond writes (polled; ``own_poll_interval = 0`` uses kernel watches there too)."""
 
     def _watcher(self, root: Any) -> Watcher:
         return self.own if root is None or root.writable else self.foreign

@@ -126,3 +126,18 @@ async def test_new_session_files_are_announced_to_list_subscribers(tmp_path: Pat
         await client.close()
     finally:
         assert daemon.stop() == 0
+
+
+async def test_kernel_watches_on_the_store_when_configured(tmp_path: Path) -> None:
+    daemon = start_daemon(tmp_path, config="[watch]\nown_poll_interval = 0\n")
+    try:
+        client = await daemon.client()
+        sid, path, leaf = await session_with_file(client)
+        client.drain_notifications()
+        with open(path, "ab") as f:
+            f.write(line("ext00009", leaf, user("outside")))
+        update = await until(client, sid, "entries_appended", timeout=5)
+        assert update["entryIds"] == ["ext00009"] and update["external"] is True
+        await client.close()
+    finally:
+        assert daemon.stop() == 0

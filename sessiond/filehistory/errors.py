@@ -1,0 +1,90 @@
+"""The file history's exception types (docs/file-history.md).
+
+Each carries what a client needs to explain it (which path, which blob, why) in ``data``, like
+the types of :mod:`sessiond.errors`. A rewind does not raise these per file: it reports them as
+the file's ``status`` and ``reason`` and goes on with the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CheckpointNotFoundError, SessiondError
+
+__all__ = [
+    "BlobCorruptError",
+    "BlobMissingError",
+    "CheckpointNotFoundError",
+    "FileAccessError",
+    "FileChangedError",
+    "FileHistoryError",
+    "InvalidSnapshotError",
+    "PathRefusedError",
+    "RewindOrderError",
+]
+
+
+class FileHistoryError(SessiondError):
+    """Base of the file history's own errors."""
+
+
+class PathRefusedError(FileHistoryError):
+    """A path sessiond will not read or write: outside the session's cwd and configured roots, a
+    directory on the way that is a symlink, a symlink where a file is to be written, a directory
+    or a device where a file is expected. Never overridden, not even by ``force``."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Refused {path!r}: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
+class FileAccessError(FileHistoryError):
+    """The operating system refused to read or write a user's file (permissions, I/O, space)."""
+
+    def __init__(self, path: str, reason: str, errno: int | None = None) -> None:
+        super().__init__(f"Cannot access {path!r}: {reason}", path=path, reason=reason, errno=errno)
+        self.path = path
+        self.reason = reason
+        self.errno = errno
+
+
+class FileChangedError(FileHistoryError):
+    """A file was not in the state an operation was planned against (someone changed it since)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path!r} changed: {reason}", path=path, reason=reason)
+        self.path = path
+        self.reason = reason
+
+
+class BlobMissingError(FileHistoryError):
+    """A snapshot refers to a blob the session's store does not hold."""
+
+    def __init__(self, sha: str) -> None:
+        super().__init__(f"Backup {sha} is missing from the file history", blob=sha)
+        self.sha = sha
+
+
+class BlobCorruptError(FileHistoryError):
+    """A blob whose content no longer hashes to its name (nothing was written from it)."""
+
+    def __init__(self, sha: str, reason: str) -> None:
+        super().__init__(f"Backup {sha} is damaged: {reason}", blob=sha, reason=reason)
+        self.sha = sha
+        self.reason = reason
+
+
+class InvalidSnapshotError(FileHistoryError):
+    """Snapshot data (or a blob id in it) that does not have the documented shape."""
+
+    def __init__(self, reason: str, **data: Any) -> None:
+        super().__init__(f"Invalid file-history snapshot: {reason}", reason=reason, **data)
+        self.reason = reason
+
+
+class RewindOrderError(FileHistoryError):
+    """``execute`` called on a plan whose undo snapshot was never built (``undo_data`` first)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)

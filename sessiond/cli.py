@@ -8,6 +8,7 @@ already runs for the store (``serve``); 4 no daemon could be reached or started 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,6 +107,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser(
+        "gc",
+        help="show (and with --apply, remove) what the store no longer needs",
+        description=(
+            "File history of sessions that no longer exist goes to the store's trash; trash older "
+            "than --keep-days is deleted. Without --apply nothing is touched: the report says what would be."
+        ),
+    )
+    _store_options(p)
+    p.add_argument("--apply", action="store_true", help="carry it out (default: only report)")
+    p.add_argument(
+        "--keep-days", type=float, default=30.0, metavar="N", help="keep trash this long (default 30)"
+    )
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.set_defaults(handler=_cmd_gc)
+
+    p = sub.add_parser(
         "connect",
         help="bridge stdio to the daemon's socket (what an editor spawns); starts the daemon if needed",
     )
@@ -195,6 +212,46 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     sys.stdout.buffer.write(text.encode())
     sys.stdout.flush()
     return status
+
+
+def _cmd_gc(args: argparse.Namespace) -> int:
+    from .errors import SessiondError  # noqa: PLC0415
+    from .service.catalog import Catalog  # noqa: PLC0415
+    from .store import gc  # noqa: PLC0415
+    from .store.listing import ListingCache  # noqa: PLC0415
+
+    config = _config(args)
+    catalog = Catalog(config.roots, ListingCache())
+
+    def exists(session_id: str) -> bool:
+        try:
+            catalog.find(session_id)
+        except SessiondError:
+            return False
+        return True
+
+    report = gc.plan(config.layout, exists, args.keep_days)
+    if args.apply:
+        gc.apply(config.layout, report)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+        return EXIT_OK if not report.errors else EXIT_INTERNAL
+    verb = {
+        "trash": "moved to trash" if args.apply else "would move to trash",
+        "delete": "deleted" if args.apply else "would delete",
+    }
+    for item in report.items:
+        print(f"{verb[item.action]:>20}  {item.bytes / 1e6:9.1f} MB  {item.path}  ({item.reason})")
+    total = sum(i.bytes for i in report.items) / 1e6
+    if not report.items:
+        print("nothing to collect")
+    elif not args.apply:
+        print(f"{len(report.items)} item(s), {total:.1f} MB; run with --apply to carry it out")
+    else:
+        print(f"{len(report.items)} item(s), {total:.1f} MB collected")
+    for error in report.errors:
+        print(f"sessiond gc: {error}", file=sys.stderr)
+    return EXIT_OK if not report.errors else EXIT_INTERNAL
 
 
 def main(argv: Sequence[str] | None = None) -> int:

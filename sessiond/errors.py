@@ -205,3 +205,11 @@ class SessionNotFoundError(SessiondError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"Session {session_id} not found", sessionId=session_id)
         self.session_id = session_id
+
+
+class CheckpointNotFoundError(SessiondError):
+    """A file-history checkpoint (or undo id) the session does not have."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(f"No file-history checkpoint for message {message_id}", messageId=message_id)
+        self.message_id = message_id

@@ -76,6 +76,16 @@ class ExternalChange(Result):
     previousEntryCount: int = 0
 
 
+class FileHistoryUpdate(Result):
+    """A checkpoint was recorded or files were rewound."""
+
+    sessionUpdate: Literal["file_history_update"]
+    event: Literal["checkpoint", "track", "rewind"]
+    messageId: str | None = None
+    paths: list[str] = Field(default_factory=list, description="Files concerned.")
+    undoId: str | None = Field(None, description="After a rewind: rewind to this to undo it.")
+
+
 class SessionListUpdate(Result):
     """To connections that listed with ``subscribe: true``: a session appeared, changed or went."""
 
@@ -100,6 +110,7 @@ SessionUpdateKind = Annotated[
     | UsageUpdate
     | CompactionUpdate
     | ExternalChange
+    | FileHistoryUpdate
     | SessionListUpdate
     | ResyncRequired,
     Field(discriminator="sessionUpdate"),

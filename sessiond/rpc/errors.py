@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException
 from sessiond_protocol import ErrorCode
 
 from .. import errors as E
+from ..filehistory import BlobCorruptError, BlobMissingError, FileAccessError, PathRefusedError
 from ..service.config import ConfigError
 
 log = logging.getLogger("sessiond.rpc")
@@ -34,6 +35,11 @@ _CODES: list[tuple[type[BaseException], ErrorCode]] = [
     (E.SessionNotSavedError, ErrorCode.NOT_SAVED),
     (E.NotASessionError, ErrorCode.NOT_A_SESSION),
     (E.ReadOnlySessionError, ErrorCode.READ_ONLY),
+    (E.CheckpointNotFoundError, ErrorCode.CHECKPOINT_NOT_FOUND),
+    (PathRefusedError, ErrorCode.PATH_REFUSED),
+    (FileAccessError, ErrorCode.STORAGE_ERROR),
+    (BlobMissingError, ErrorCode.STORAGE_ERROR),
+    (BlobCorruptError, ErrorCode.STORAGE_ERROR),
     (E.CompactionRunningError, ErrorCode.COMPACTION_RUNNING),
     (E.NothingToCompactError, ErrorCode.NOTHING_TO_COMPACT),
     (E.SummaryRefusedError, ErrorCode.SUMMARY_REFUSED),

@@ -51,6 +51,7 @@ async def initialize(conn: Connection, params: dict[str, Any]) -> Any:
                 "usage_update",
                 "compaction_update",
                 "external_change",
+                "file_history_update",
                 "session_list_update",
                 "resync_required",
             ],
@@ -245,6 +246,33 @@ async def compaction_settings(conn: Connection, params: dict[str, Any]) -> Any:
     return await conn.service.compactor.update_settings(conn, p.sessionId, params.get("set"))
 
 
+async def file_history_track(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.TrackParams.model_validate(params)
+    return await conn.service.file_history.track(conn, p.sessionId, p.path, p.messageId, p.phase)
+
+
+async def file_history_checkpoint(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.CheckpointParams.model_validate(params)
+    return await conn.service.file_history.checkpoint(conn, p.sessionId, p.messageId)
+
+
+async def file_history_list(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.SessionRef.model_validate(params)
+    return await conn.service.file_history.list(conn, p.sessionId)
+
+
+async def file_history_diff(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.DiffParams.model_validate(params)
+    return await conn.service.file_history.diff(conn, p.sessionId, p.messageId, p.path)
+
+
+async def file_history_rewind(conn: Connection, params: dict[str, Any]) -> Any:
+    p = M.RewindParams.model_validate(params)
+    return await conn.service.file_history.rewind(
+        conn, p.sessionId, p.messageId, p.dryRun, p.force, p.conversation
+    )
+
+
 HANDLERS: dict[str, Handler] = {
     "initialize": initialize,
     "shutdown": shutdown,
@@ -274,6 +302,11 @@ HANDLERS: dict[str, Handler] = {
     "compaction/microcompact": compaction_microcompact,
     "compaction/snip": compaction_snip,
     "compaction/settings": compaction_settings,
+    "fileHistory/track": file_history_track,
+    "fileHistory/checkpoint": file_history_checkpoint,
+    "fileHistory/list": file_history_list,
+    "fileHistory/diff": file_history_diff,
+    "fileHistory/rewind": file_history_rewind,
 }
 
 assert set(HANDLERS) == set(METHODS), set(HANDLERS) ^ set(METHODS)

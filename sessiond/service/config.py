@@ -36,6 +36,8 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     [roots.claude]                   # Claude Code transcripts, always read-only
     path = "~/.claude/projects"      # default $CLAUDE_CONFIG_DIR/projects
     enabled = true
+    [file_history]
+    roots = ["/srv/shared"]          # besides a session's cwd, where rewinds may write
     [watch]
     enabled = true                   # follow external appends/rewrites of open and listed sessions
     poll_interval = 0.0              # > 0: stat-poll other agents' roots instead of inotify (NFS)
@@ -131,6 +133,8 @@ class Config:
     roots_data: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    file_history_roots: tuple[Path, ...] = ()
+    """Directories besides a session's cwd whose files rewinds may touch."""
     socket_path: Path | None = None
     config_file: Path | None = None
 
@@ -142,6 +146,16 @@ class Config:
     def roots(self) -> list[Root]:
         """Where sessions are served from: the store, Pi's directory, Claude Code's projects."""
         return build_roots(self.layout.sessions_dir, self.roots_data, self.env)
+
+    @property
+    def claude_file_history(self) -> Path:
+        """Claude Code's file backups (``<CLAUDE_CONFIG_DIR or ~/.claude>/file-history``)."""
+        table = self.roots_data.get("claude", {})
+        configured = table.get("file_history") if isinstance(table, Mapping) else None
+        if configured:
+            return Path(str(configured)).expanduser()
+        base = self.env.get("CLAUDE_CONFIG_DIR")
+        return (Path(base).expanduser() if base else Path.home() / ".claude") / "file-history"
 
     @property
     def run_dir(self) -> Path:
@@ -243,6 +257,7 @@ def load_config(
         roots_data=_roots(data.get("roots", {})),
         env=dict(env),
         watch=_watch(data.get("watch", {})),
+        file_history_roots=_file_history(data.get("file_history", {})),
         durability=durability,
         estimator=estimator,
         context_windows=windows,
@@ -312,9 +327,14 @@ def _roots(data: Any) -> dict[str, Any]:
         where = f"roots.{name}"
         if not isinstance(table, dict):
             raise ConfigError(f"{where} must be a table", field=where)
-        _only(table, {"path", "enabled", "writable"} if name == "pi" else {"path", "enabled"}, where)
-        if "path" in table and (not isinstance(table["path"], str) or not table["path"]):
-            raise ConfigError(f"{where}.path must be a directory path", field=f"{where}.path")
+        _only(
+            table,
+            {"path", "enabled", "writable"} if name == "pi" else {"path", "enabled", "file_history"},
+            where,
+        )
+        for name_ in ("path", "file_history"):
+            if name_ in table and (not isinstance(table[name_], str) or not table[name_]):
+                raise ConfigError(f"{where}.{name_} must be a directory path", field=f"{where}.{name_}")
         for flag in ("enabled", "writable"):
             if flag in table and type(table[flag]) is not bool:
                 raise ConfigError(f"{where}.{flag} must be true or false", field=f"{where}.{flag}")
@@ -338,3 +358,17 @@ def _watch(data: Any) -> WatchConfig:
             field="watch.own_poll_interval",
         )
     return WatchConfig(enabled, float(interval), float(own))
+
+
+def _file_history(data: Any) -> tuple[Path, ...]:
+    if not isinstance(data, dict):
+        raise ConfigError("file_history must be a table", field="file_history")
+    _only(data, {"roots"}, "file_history")
+    roots = data.get("roots", [])
+    if not isinstance(roots, list) or not all(
+        isinstance(r, str) and os.path.isabs(os.path.expanduser(r)) for r in roots
+    ):
+        raise ConfigError(
+            "file_history.roots must be a list of absolute directories", field="file_history.roots"
+        )
+    return tuple(Path(os.path.expanduser(r)) for r in roots)

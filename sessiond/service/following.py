@@ -137,6 +137,7 @@ class Follower:
             result = await anyio.to_thread.run_sync(session.ingest)
             if result.reload_required is None:
                 if result.entries:
+                    self.service.file_history.forget(host.id)  # snapshots may have arrived
                     host.announce_external(result.entries)
                 return
             kind = "replaced" if "replaced" in result.reload_required else "rewritten"
@@ -152,6 +153,7 @@ class Follower:
         )
         old = host.session
         host.replace_session(fresh)
+        self.service.file_history.forget(host.id)
         old.close()
         self.opened(host)
         self._publish_change(host, reason, previous_leaf, previous_count)

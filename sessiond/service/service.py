@@ -35,6 +35,7 @@ from ..store.session import Session
 from .catalog import Catalog, Listed
 from .compactor import Compactor
 from .config import Config
+from .filehistory import FileHistoryService
 from .following import Follower
 from .host import USAGE_FIELDS, SessionHost, default_window_for
 from .hub import Hub, Subscriber
@@ -64,6 +65,7 @@ class Service:
         """Connections that used a session, by id (to find a summarizing client)."""
         self.compactor = Compactor(self)
         self.follower = Follower(self)
+        self.file_history = FileHistoryService(self)
         self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ hosts
@@ -132,6 +134,7 @@ class Service:
     def drop_host(self, host: SessionHost) -> None:
         """Close an open session (nobody uses it, or its file was deleted)."""
         self.follower.closed(host)
+        self.file_history.forget(host.id)
         host.session.close()
         if self.hosts.get(host.id) is host:
             del self.hosts[host.id]
@@ -379,6 +382,7 @@ class Service:
         forked: Session = await anyio.to_thread.run_sync(
             lambda: source.fork(entry_id, where, directory=directory)
         )
+        await self.file_history.fork(host, forked.id)
         new_host = self._host_for(forked)
         new_host.users.add(user.id)
         result: dict[str, Any] = {

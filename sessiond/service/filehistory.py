@@ -206,6 +206,8 @@ class FileHistoryService:
         conversation: bool,
     ) -> dict[str, Any]:
         host = await self.service.host(session_id, user)
+        if conversation and not dry_run:
+            _writable(host)  # moving the leaf writes the session: refuse before touching any file
         opened = await self._history(host)
         history = opened.history
         if message_id not in history.checkpoints:

@@ -36,6 +36,7 @@ import os
 import secrets
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,9 @@ def _under(path: str, root: str) -> tuple[str, ...] | None:
     else:
         return None
     return tuple(rest.split("/")) if rest else ()
+
+
+_RACY_SECONDS = 2.0
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -121,6 +125,9 @@ class Workspace:
         self._cwd = self._root(self.cwd)
         self.roots: tuple[_Root, ...] = (self._cwd, *(self._root(Path(r)) for r in roots))
         self._deferred = threading.local()
+        self._hashed: dict[str, tuple[tuple[int, ...], FileState]] = {}
+        """key -> (identity, state) of files hashed earlier: an unchanged file is not read again."""
+        self._hashed_lock = threading.Lock()
 
     @staticmethod
     def _root(path: Path) -> _Root:
@@ -327,6 +334,14 @@ class Workspace:
                 before = os.fstat(fd)
                 if not stat.S_ISREG(before.st_mode):
                     continue
+                with self._hashed_lock:
+                    known = self._hashed.get(loc.key)
+                if (
+                    known is not None
+                    and known[0] == _identity(before)
+                    and (blobs is None or (known[1].blob is not None and blobs.has(known[1].blob)))
+                ):
+                    return known[1], before  # same inode, size, mtime and ctime: same content
                 try:
                     sha, size = blobs.put_fd(fd) if blobs is not None else hash_fd(fd)
                 except OSError as exc:
@@ -334,7 +349,13 @@ class Workspace:
                 after = os.fstat(fd)
                 if _identity(before) != _identity(after) or size != after.st_size:
                     continue  # written to while it was read: the bytes may be a mix; read again
-                return FileState.file(sha, stat.S_IMODE(after.st_mode), size), after
+                state = FileState.file(sha, stat.S_IMODE(after.st_mode), size)
+                # Racy-git rule: a file modified within the last seconds could change again inside
+                # the same timestamp tick without its stat changing; only older ones are remembered.
+                if time.time() - after.st_mtime > _RACY_SECONDS:
+                    with self._hashed_lock:
+                        self._hashed[loc.key] = (_identity(after), state)
+                return state, after
             finally:
                 os.close(fd)
         raise FileChangedError(loc.key, "it kept changing while it was read")

@@ -84,6 +84,15 @@ class Client:
     async def __aenter__(self) -> Client:
         return self
 
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended (the server closed it, or :meth:`close` was called)."""
+        return self._closed.is_set()
+
+    async def wait_closed(self) -> None:
+        """Return once the connection has ended (pending requests have failed by then)."""
+        await self._closed.wait()
+
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
@@ -264,4 +273,5 @@ class Client:
                 reply["result"] = await handler(message.get("params"))
             except Exception as exc:  # report to the server, never crash the reader
                 reply["error"] = {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}
-        await self.send_raw(self._frame(reply))
+        with contextlib.suppress(ConnectionError, OSError):  # the connection is gone: nobody to answer
+            await self.send_raw(self._frame(reply))

@@ -1,0 +1,181 @@
+"""The typed client's surface against the protocol package, without a daemon.
+
+These fail when ``sessiond_protocol`` grows a method, a param field, an error code or changes a
+result model that the facade does not follow.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from pathlib import Path
+
+import pytest
+
+from sessiond_client import (
+    UNSET,
+    Client,
+    InvalidParams,
+    RpcError,
+    SessiondClient,
+    SessiondError,
+    SessiondSyncClient,
+    SessionNotFound,
+    errors,
+)
+from sessiond_client.discovery import default_store, socket_path, token_path
+from sessiond_client.typed import _camel, build_params, python_name
+from sessiond_protocol import METHODS, ErrorCode
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_has_a_typed_method(method: str) -> None:
+    name = python_name(method)
+    assert SessiondClient.METHOD_NAMES.get(method) == name, f"SessiondClient lacks {name}() for {method}"
+    fn = getattr(SessiondClient, name)
+    assert fn.__sessiond_method__ == method
+    assert inspect.iscoroutinefunction(fn)
+    spec = METHODS[method]
+    # One argument per field of the params model, named in snake_case, and nothing else.
+    args = [p for p in inspect.signature(fn).parameters if p != "self"]
+    assert sorted(_camel(a) for a in args) == sorted(spec.params.model_fields), method
+    # Required fields are required arguments (or have a fixed default, like protocolVersion);
+    # the result is the method's result model.
+    parameters = {_camel(p.name): p for p in inspect.signature(fn).parameters.values() if p.name != "self"}
+    required = {k for k, f in spec.params.model_fields.items() if f.is_required()}
+    for key, parameter in parameters.items():
+        if parameter.default is parameter.empty:
+            assert key in required, f"{method}: {key} is optional in the protocol"
+        elif key in required:
+            assert parameter.default is not None, f"{method}: {key} is required by the protocol"
+    hints = typing.get_type_hints(fn)
+    assert hints["return"] is (type(None) if spec.result is None else spec.result), method
+    # And the blocking twin has it too, with the same signature.
+    twin = getattr(SessiondSyncClient, name)
+    assert inspect.signature(twin) == inspect.signature(fn)
+
+
+def test_no_typed_method_without_a_protocol_method() -> None:
+    assert set(SessiondClient.METHOD_NAMES) == set(METHODS)
+
+
+def test_python_names() -> None:
+    assert python_name("session/setName") == "session_set_name"
+    assert python_name("fileHistory/rewind") == "file_history_rewind"
+    assert python_name("compaction/microcompact") == "compaction_microcompact"
+    assert SessiondClient.append is SessiondClient.session_append
+    assert SessiondClient.context is SessiondClient.context_get
+
+
+# --------------------------------------------------------------------------- params
+
+
+def test_unset_and_none_differ_where_the_protocol_says_so() -> None:
+    entry = {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1, "extra": [1]}}
+    assert build_params("session/append", {"session_id": "s", "entries": [entry]}) == {
+        "sessionId": "s",
+        "entries": [entry],  # sent as given: unknown fields and key order survive
+    }
+    wire = build_params(
+        "session/append", {"session_id": "s", "entries": [entry], "parent_id": None, "expect_leaf_id": UNSET}
+    )
+    assert wire["parentId"] is None and "expectLeafId" not in wire
+    # Optional fields whose default is null are simply left out when None...
+    assert build_params("tree/branch", {"session_id": "s", "entry_id": None}) == {"sessionId": "s"}
+    # ...but required nullable ones are sent as null.
+    assert build_params("tree/label", {"session_id": "s", "entry_id": "e", "label": None}) == {
+        "sessionId": "s",
+        "entryId": "e",
+        "label": None,
+    }
+    assert build_params("session/new", {"cwd": Path("/w")}) == {"cwd": "/w"}
+
+
+@pytest.mark.parametrize(
+    ("method", "args", "field"),
+    [
+        ("session/append", {"session_id": "s", "entries": []}, "entries"),
+        (
+            "session/append",
+            {"session_id": "s", "entries": [{"type": "message", "message": {"role": "robot"}}]},
+            "entries.0.message.role",
+        ),
+        ("session/new", {"cwd": "/w", "session_id": "bad id!"}, "sessionId"),
+        ("session/list", {"limit": 0}, "limit"),
+        ("compaction/run", {"session_id": "s", "summarizer": "gpt"}, "summarizer"),
+    ],
+)
+def test_invalid_params_are_refused_before_sending(method: str, args: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidParams) as exc:
+        build_params(method, args)
+    assert exc.value.field == field
+    assert exc.value.client_side and exc.value.method == method
+    assert exc.value.code == ErrorCode.INVALID_PARAMS
+    assert exc.value.message.startswith(f"Invalid params: {field}: ")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("code", list(ErrorCode))
+def test_every_error_code_has_its_class(code: ErrorCode) -> None:
+    cls = errors.ERROR_CLASSES.get(code)
+    assert cls is not None, f"no exception class for {code.name}"
+    assert cls.error_code == code
+    exc = errors.error_from(int(code), "boom", {"x": 1}, method="m")
+    assert type(exc) is cls and exc.code == code and exc.data == {"x": 1} and exc.method == "m"
+    assert isinstance(exc, SessiondError) and isinstance(exc, RpcError)
+
+
+def test_unknown_codes_raise_the_base_class() -> None:
+    exc = errors.error_from(-31999, "new in a later version")
+    assert type(exc) is SessiondError and exc.code == -31999 and exc.data == {}
+
+
+def test_error_details() -> None:
+    leaf = errors.error_from(ErrorCode.LEAF_MISMATCH, "no", {"currentLeafId": "e9"})
+    assert isinstance(leaf, errors.LeafMismatch) and leaf.current_leaf_id == "e9"
+    missing = errors.error_from(ErrorCode.SESSION_NOT_FOUND, "no", {"sessionId": "s"})
+    assert isinstance(missing, SessionNotFound) and isinstance(missing, errors.NotFound)
+    assert missing.session_id == "s"
+    assert errors.error_from(ErrorCode.STORAGE_ERROR, "disk", {"errno": 28}).errno == 28  # type: ignore[attr-defined]
+    assert errors.from_rpc_error(RpcError(-32019, "ro")).__class__ is errors.ReadOnly
+    # The transport's names still work.
+    assert issubclass(errors.ConnectionClosed, ConnectionError)
+    assert Client is not None
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@pytest.mark.parametrize("case", ["default", "home", "xdg-data", "runtime", "runtime-other-store"])
+def test_the_socket_is_found_where_the_daemon_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    from sessiond.service.config import load_config  # noqa: PLC0415 (the daemon's own rule)
+
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (tmp_path / "none.toml").write_text("")
+    for name in ("SESSIOND_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SESSIOND_CONFIG", str(tmp_path / "none.toml"))
+    store: Path | None = None
+    if case == "home":
+        monkeypatch.setenv("SESSIOND_HOME", str(tmp_path / "h"))
+    elif case == "xdg-data":
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    elif case == "runtime":
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    elif case == "runtime-other-store":
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        store = tmp_path / "other"
+    expected = load_config(root=store).socket
+    assert socket_path(store) == expected
+    assert socket_path(store if store is not None else default_store()) == expected
+    if case == "runtime":
+        assert expected == runtime / "sessiond" / "sessiond.sock"
+    else:
+        assert expected.name == "sessiond.sock" and expected.parent.name == "run"
+    assert token_path(tmp_path / "s") == tmp_path / "s" / "tcp.token"

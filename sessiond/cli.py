@@ -1,8 +1,16 @@
 """The ``sessiond`` command.
 
+The commands that read and change sessions (``ls``, ``show``, ``tree``, ``context``, ``usage``,
+``compact``, ``fork``, ``label``, ``rewind``, ``tail``, ``doctor``) live in
+:mod:`sessiond.cli_commands`; ``inspect``, ``serve``, ``connect`` and ``gc`` are here.
+docs/cli.md is the reference.
+
 Exit codes: 0 success; 1 an unexpected internal error (a bug: please report it); 2 bad input
-(a file that is not a session, an unknown entry id, a bad option or configuration); 3 a daemon
-already runs for the store (``serve``); 4 no daemon could be reached or started (``connect``).
+(an unknown session, a file that is not a session, an unknown entry id, a bad option or
+configuration); 3 the daemon cannot be reached (``--no-start``, or it could not be started);
+4 a conflict or refusal (rewind left files alone, a read-only session, a compaction already
+running); 130 interrupted. Two older codes keep their documented meaning: ``serve`` exits 3
+when a daemon already runs for the store, ``connect`` exits 4 when no daemon can be reached.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .cli_commands import register as register_session_commands
+from .cli_commands.base import EXIT_INTERRUPTED, add_store_options
 from .errors import SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
@@ -50,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sessiond {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    register_session_commands(sub)
 
     p = sub.add_parser(
         "inspect",
@@ -86,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="token estimator (default: pi, Pi's own numbers)",
     )
     p.add_argument("--jsonl", action="store_true", help="one compact JSON object per line")
+    p.add_argument("--json", action="store_true", help="accepted for symmetry: the output is always JSON")
     p.set_defaults(handler=_cmd_inspect)
 
     p = sub.add_parser(
@@ -96,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
             "or newline-delimited JSON) to any number of clients. One daemon per store."
         ),
     )
-    _store_options(p)
+    add_store_options(p)
     p.add_argument(
         "--tcp", metavar="HOST:PORT", help="also listen on loopback TCP (clients need the token file)"
     )
@@ -114,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
             "than --keep-days is deleted. Without --apply nothing is touched: the report says what would be."
         ),
     )
-    _store_options(p)
+    add_store_options(p)
     p.add_argument("--apply", action="store_true", help="carry it out (default: only report)")
     p.add_argument(
         "--keep-days", type=float, default=30.0, metavar="N", help="keep trash this long (default 30)"
@@ -126,18 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
         "connect",
         help="bridge stdio to the daemon's socket (what an editor spawns); starts the daemon if needed",
     )
-    _store_options(p)
+    add_store_options(p)
     p.set_defaults(handler=_cmd_connect)
     return parser
-
-
-def _store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--store", metavar="DIR", help="store root (default: $SESSIOND_HOME or ~/.local/share/sessiond)"
-    )
-    p.add_argument(
-        "--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock)"
-    )
 
 
 def _config(args: argparse.Namespace) -> Any:
@@ -262,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug: one line for the user, no traceback
         print(f"sessiond: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL

@@ -1,0 +1,28 @@
+"""The ``sessiond`` subcommands that read and change sessions (one module per group).
+
+``sessiond.cli`` builds the parser and keeps ``inspect``, ``serve``, ``connect`` and ``gc``;
+the commands here talk to the daemon (starting it when needed) or read session files:
+
+* :mod:`.sessions` — ``ls``, ``show``, ``tree``, ``context``, ``usage``
+* :mod:`.changes` — ``label``, ``fork``, ``compact``
+* :mod:`.rewind` — ``rewind``
+* :mod:`.tail` — ``tail``
+* :mod:`.doctor` — ``doctor``
+
+Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
+    from . import changes, doctor, rewind, sessions, tail  # noqa: PLC0415
+
+    sessions.register(sub)
+    changes.register(sub)
+    rewind.register(sub)
+    tail.register(sub)
+    doctor.register(sub)

@@ -1,0 +1,295 @@
+"""What every CLI command shares: exit codes, output, reaching the daemon, turning errors into codes.
+
+Exit codes (the same for every command that talks to the daemon or reads a session):
+
+* 0 success;
+* 1 an internal error (a bug in sessiond, or an I/O error it could not attribute to the input);
+* 2 bad input or usage: an unknown session or entry id, a file that is not a session, an invalid
+  option, a refused confirmation on a non-interactive stdin;
+* 3 the daemon cannot be reached (``--no-start`` and none runs, or it could not be started);
+* 4 a conflict or refusal: rewind left files alone (conflicts, refused paths, a declined
+  confirmation), the session is read-only, a compaction is already running, the session
+  changed underneath;
+* 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..errors import SessiondError
+from ..model.js_json import stringify
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_REFUSED = 4
+EXIT_INTERRUPTED = 130
+
+WIDE = 4096
+"""Console width when stdout is not a terminal: lines are never wrapped or cut for a pipe."""
+
+
+class CliError(Exception):
+    """A failure to report in one line, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+
+# JSON-RPC error codes (sessiond_protocol.ErrorCode) -> exit codes. Anything else is 1.
+_USAGE_ERRORS = {
+    -32602,  # INVALID_PARAMS
+    -32010,  # SESSION_NOT_FOUND
+    -32011,  # ENTRY_NOT_FOUND
+    -32013,  # NOT_ON_BRANCH
+    -32014,  # NOT_EDITABLE
+    -32015,  # SESSION_EXISTS
+    -32016,  # PATH_OUTSIDE_STORE
+    -32020,  # NOT_SAVED
+    -32021,  # NOT_A_SESSION
+    -32027,  # SUMMARIZER_UNAVAILABLE
+    -32028,  # PATH_REFUSED
+    -32029,  # CHECKPOINT_NOT_FOUND
+}
+_REFUSALS = {
+    -32012,  # LEAF_MISMATCH
+    -32017,  # SESSION_CHANGED
+    -32019,  # READ_ONLY
+    -32023,  # COMPACTION_RUNNING
+    -32026,  # PREPARATION_STALE
+}
+_CANCELLED = -32800
+
+
+def exit_code_for_rpc(code: int) -> int:
+    if code in _USAGE_ERRORS:
+        return EXIT_USAGE
+    if code in _REFUSALS:
+        return EXIT_REFUSED
+    if code == _CANCELLED:
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console that colours a terminal and writes plain, unwrapped text to anything else.
+
+    Rich drops colours when the stream is not a terminal and honours ``NO_COLOR``; the wide
+    width keeps tables and long lines whole in pipes and files.
+    """
+    stream = sys.stderr if stderr else sys.stdout
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    if is_tty or os.environ.get("FORCE_COLOR"):
+        return Console(stderr=stderr, highlight=False)
+    return Console(stderr=stderr, highlight=False, width=WIDE, soft_wrap=True)
+
+
+class Output:
+    """Where a command writes: ``out`` (results), ``err`` (messages, progress), or JSON."""
+
+    def __init__(self, command: str, json_mode: bool) -> None:
+        self.command = command
+        self.json = json_mode
+        self.out = make_console()
+        self.err = make_console(stderr=True)
+
+    @property
+    def interactive(self) -> bool:
+        return self.out.is_terminal
+
+    def show(self, *renderables: Any, **kwargs: Any) -> None:
+        """Print to stdout; off a terminal, without the trailing blanks rich pads table cells with."""
+        console = self.out
+        if console.is_terminal:
+            console.print(*renderables, **kwargs)
+            return
+        with console.capture() as captured:
+            console.print(*renderables, **kwargs)
+        text = "\n".join(line.rstrip() for line in captured.get().split("\n"))
+        console.file.write(text)
+        console.file.flush()
+
+    def emit(self, value: Any, *, compact: bool = False) -> None:
+        """One JSON document on stdout (``compact``: one line, for streams)."""
+        text = stringify(value) if compact else stringify(value, indent=2)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+    def note(self, message: str) -> None:
+        """A message for the person at the terminal (stderr; silent in --json mode)."""
+        if not self.json:
+            self.err.print(message, markup=False, highlight=False)
+
+    def fail(self, error: CliError) -> None:
+        print(f"sessiond {self.command}: {error.message}", file=sys.stderr)
+        if self.json:
+            body: dict[str, Any] = {"message": error.message, "exitCode": error.code}
+            if error.data:
+                body.update(error.data)
+            self.emit({"error": body})
+
+
+Command = Callable[[argparse.Namespace, Output], Coroutine[Any, Any, int]]
+
+
+def runner(command: Command) -> Callable[[argparse.Namespace], int]:
+    """The argparse handler: run ``command`` on an event loop and map failures to exit codes."""
+
+    def run(args: argparse.Namespace) -> int:
+        out = Output(args.command, bool(getattr(args, "json", False)))
+        try:
+            return asyncio.run(command(args, out))
+        except CliError as exc:
+            out.fail(exc)
+            return exc.code
+        except SessiondError as exc:
+            out.fail(CliError(exc.message, EXIT_USAGE))
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print(f"sessiond {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keep the interpreter's flush quiet)
+            return EXIT_OK
+
+    return run
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store", metavar="DIR", help="store root (default: $SESSIOND_HOME or ~/.local/share/sessiond)"
+    )
+    p.add_argument(
+        "--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock)"
+    )
+
+
+def add_daemon_options(p: argparse.ArgumentParser) -> None:
+    add_store_options(p)
+    p.add_argument(
+        "--no-start", action="store_true", help="fail (exit 3) instead of starting the daemon when none runs"
+    )
+    add_json_option(p)
+
+
+def add_json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable JSON instead of text")
+
+
+def non_negative(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
+    return n
+
+
+def positive(value: str) -> int:
+    n = non_negative(value)
+    if n == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def load_config(args: argparse.Namespace) -> Any:
+    """The daemon's configuration as this command line selects it (``--store``, ``--socket``)."""
+    from ..service.config import load_config as load  # noqa: PLC0415
+
+    store = getattr(args, "store", None)
+    socket = getattr(args, "socket", None)
+    return load(
+        root=Path(store).expanduser() if store else None,
+        socket=Path(socket).expanduser() if socket else None,
+    )
+
+
+# ---------------------------------------------------------------------------- the daemon
+
+
+@contextlib.asynccontextmanager
+async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli") -> AsyncIterator[Any]:
+    """An initialised :class:`sessiond_client.Client` on the store's daemon, started if needed."""
+    from sessiond_client.client import Client  # noqa: PLC0415
+
+    from ..rpc.bridge import DaemonUnavailableError, connect_or_start  # noqa: PLC0415
+
+    config = load_config(args)
+    socket = config.socket
+    try:
+        if getattr(args, "no_start", False):
+            reader, writer = await asyncio.open_unix_connection(str(socket), limit=2**26)
+        else:
+            reader, writer = await connect_or_start(config)
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise CliError(
+            f"no daemon is running for the store {config.root} (socket {socket}); "
+            "start one with `sessiond serve`, or leave out --no-start",
+            EXIT_UNREACHABLE,
+            socket=str(socket),
+        ) from None
+    except DaemonUnavailableError as exc:
+        raise CliError(f"cannot start the daemon: {exc.message}", EXIT_UNREACHABLE) from None
+    except OSError as exc:
+        raise CliError(
+            f"cannot reach the daemon at {socket}: {exc.strerror or exc}", EXIT_UNREACHABLE
+        ) from None
+    client = Client(reader, writer)
+    try:
+        await call(client, "initialize", _initialize_params(name), timeout=15)
+        await client.notify("initialized", {})
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+def _initialize_params(name: str) -> dict[str, Any]:
+    from .. import __version__  # noqa: PLC0415
+
+    return {"protocolVersion": 1, "clientInfo": {"name": name, "version": __version__}}
+
+
+async def call(client: Any, method: str, params: Any = None, *, timeout: float | None = 60) -> Any:
+    """``client.request`` with the daemon's errors turned into :class:`CliError` (and exit codes)."""
+    from sessiond_client.client import ConnectionClosedError, RpcError  # noqa: PLC0415
+
+    try:
+        return await client.request(method, params, timeout=timeout)
+    except RpcError as exc:
+        data = exc.data if isinstance(exc.data, dict) else {}
+        raise CliError(exc.message, exit_code_for_rpc(exc.code), rpcCode=exc.code, **data) from None
+    except (ConnectionClosedError, ConnectionError) as exc:
+        raise CliError(f"the daemon closed the connection ({exc})", EXIT_UNREACHABLE) from None
+    except TimeoutError:
+        raise CliError(f"the daemon did not answer {method} in time", EXIT_INTERNAL) from None
+
+
+# ---------------------------------------------------------------------------- what a SESSION argument is
+
+
+def looks_like_file(value: str) -> bool:
+    """A FILE argument (a path) rather than a session id: it exists, or has a slash or .jsonl."""
+    return os.path.isfile(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")

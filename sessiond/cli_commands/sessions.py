@@ -1,0 +1,471 @@
+"""Reading sessions: ``ls``, ``show``, ``tree``, ``context``, ``usage``.
+
+``show``, ``tree``, ``context`` and ``usage`` take a session id (asked of the daemon) or a
+FILE path (read here, no daemon needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from .base import (
+    EXIT_OK,
+    Output,
+    add_daemon_options,
+    call,
+    daemon_client,
+    non_negative,
+    positive,
+    runner,
+)
+from .render import (
+    ROLE_STYLES,
+    ShowOptions,
+    entry_blocks,
+    markdown_document,
+    message_preview,
+    one_line,
+    print_lines,
+    rich_blocks,
+    tokens,
+    when,
+)
+from .sources import Source, open_source
+
+SUMMARY_ROLES = {"compactionSummary": "⟳ compaction summary", "branchSummary": "↳ branch summary"}
+SESSION_HELP = "a session id, or a session FILE (.jsonl, Pi or Claude Code) read without the daemon"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ls",
+        help="list sessions (every root: the store, Pi's, Claude Code's), newest first",
+        description="List sessions, newest first: id, title, cwd, updated, messages, format, root.",
+    )
+    add_daemon_options(p)
+    p.add_argument("--cwd", metavar="DIR", help="only the sessions of this working directory")
+    p.add_argument("--root", choices=("sessiond", "pi", "claude"), help="only this root")
+    p.add_argument("--format", choices=("pi", "claude-code"), dest="fmt", help="only this format")
+    p.add_argument("--limit", type=positive, default=50, metavar="N", help="at most N sessions (default 50)")
+    p.add_argument("--all", action="store_true", help="every session (no limit)")
+    p.set_defaults(handler=runner(cmd_ls))
+
+    p = sub.add_parser(
+        "show",
+        help="the current branch as readable text (Markdown when piped)",
+        description=(
+            "Print the current branch, root to leaf: each message with its role, text, tool calls "
+            "summarised, tool results clipped, compaction and branch summaries marked. On a terminal "
+            "it is rendered; piped (or with --markdown) it is a Markdown document."
+        ),
+    )
+    add_daemon_options(p)
+    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    p.add_argument("--leaf", metavar="ENTRY", help="show the branch ending at this entry instead")
+    p.add_argument("--full", action="store_true", help="tool results and summaries unclipped")
+    p.add_argument("--thinking", action="store_true", help="include thinking blocks")
+    p.add_argument("--all", action="store_true", help="also entries that carry no conversation (custom...)")
+    p.add_argument("--markdown", action="store_true", help="raw Markdown even on a terminal")
+    p.set_defaults(handler=runner(cmd_show))
+
+    p = sub.add_parser(
+        "tree",
+        help="the whole session tree: branches, labels, the current leaf, compactions",
+        description=(
+            "Draw every entry of the session as a tree. A straight run of entries stays at one "
+            "level; each branch point indents its branches. The current branch is bold, the leaf "
+            "marked ◀ leaf, labels shown in [brackets], compactions ⟳ and branch summaries ↳."
+        ),
+    )
+    add_daemon_options(p)
+    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    p.add_argument("--width", type=positive, default=70, metavar="N", help="preview length (default 70)")
+    p.set_defaults(handler=runner(cmd_tree))
+
+    p = sub.add_parser(
+        "context",
+        help="what the model will see, with per-message token estimates and a total",
+        description=(
+            "The messages the model is sent for the current branch (after compaction and context "
+            "edits), each with its token estimate, and the total."
+        ),
+    )
+    add_daemon_options(p)
+    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    p.add_argument("--leaf", metavar="ENTRY", help="the context of the branch ending at this entry")
+    p.add_argument(
+        "--estimator", choices=("pi", "tiktoken"), help="token estimator (default: the daemon's setting)"
+    )
+    p.add_argument("--full", action="store_true", help="with --json: include each message whole")
+    p.add_argument("--width", type=non_negative, default=80, metavar="N", help="preview length (default 80)")
+    p.set_defaults(handler=runner(cmd_context))
+
+    p = sub.add_parser(
+        "usage",
+        help="how full the context window is: used / size, percent and where the number comes from",
+    )
+    add_daemon_options(p)
+    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
+    p.set_defaults(handler=runner(cmd_usage))
+
+
+# ---------------------------------------------------------------------------- ls
+
+
+def _home(path: str) -> str:
+    home = os.path.expanduser("~")
+    if home and home != "/" and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
+    limit = None if args.all else args.limit
+    params: dict[str, Any] = {}
+    if args.cwd:
+        params["cwd"] = os.path.abspath(os.path.expanduser(args.cwd))
+    if args.root:
+        params["root"] = args.root
+    if args.fmt:
+        params["format"] = args.fmt
+    sessions: list[dict[str, Any]] = []
+    next_cursor = None
+    async with daemon_client(args) as client:
+        while True:
+            page = 1000 if limit is None else min(1000, limit - len(sessions))
+            result = await call(client, "session/list", {**params, "limit": page}, timeout=300)
+            sessions += result["sessions"]
+            next_cursor = result.get("nextCursor")
+            if next_cursor is None or (limit is not None and len(sessions) >= limit):
+                break
+            params["cursor"] = next_cursor
+    if out.json:
+        out.emit({"sessions": sessions, "nextCursor": next_cursor})
+        return EXIT_OK
+    if not sessions:
+        out.note("no sessions")
+        return EXIT_OK
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    table.add_column("ID", no_wrap=True, style="cyan")
+    table.add_column("TITLE", overflow="ellipsis", no_wrap=True, max_width=50)
+    table.add_column("CWD", overflow="ellipsis", no_wrap=True, max_width=40)
+    table.add_column("UPDATED", no_wrap=True)
+    table.add_column("MSGS", justify="right", no_wrap=True)
+    table.add_column("FORMAT", no_wrap=True)
+    table.add_column("ROOT", no_wrap=True)
+    for s in sessions:
+        if s.get("title"):
+            title = Text(one_line(s["title"], 50))
+        else:
+            title = Text(one_line(s.get("firstMessage") or "", 50), "dim")
+        table.add_row(
+            s["sessionId"],
+            title,
+            _home(s["cwd"]),
+            when(s.get("updatedAt")),
+            str(s.get("messageCount", "")),
+            s.get("format", "pi"),
+            s.get("root", "sessiond") + (" (ro)" if s.get("readOnly") else ""),
+        )
+    out.show(table)
+    if next_cursor is not None:
+        out.note("… more sessions: --limit N or --all")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- show
+
+
+async def cmd_show(args: argparse.Namespace, out: Output) -> int:
+    opts = ShowOptions(full=args.full, thinking=args.thinking, all_entries=args.all)
+    async with open_source(args, args.session) as source:
+        info = await source.describe()
+        branch = await source.branch(args.leaf)
+    entries = branch.get("entries") or []
+    if out.json:
+        out.emit(
+            {
+                source.key: source.label,
+                "sessionId": info["sessionId"],
+                "name": info.get("name"),
+                "cwd": info.get("cwd"),
+                "format": info.get("format"),
+                "leafId": args.leaf or info.get("leafId"),
+                "entryIds": branch["entryIds"],
+                "entries": entries,
+            }
+        )
+        return EXIT_OK
+    blocks = [b for e in entries for b in entry_blocks(e, opts)]
+    heading = info.get("name") or f"Session {info['sessionId']}"
+    leaf = args.leaf or info.get("leafId")
+    meta = [
+        str(info["sessionId"]),
+        _home(str(info.get("cwd") or "")),
+        str(info.get("format", "pi")),
+        f"leaf {leaf}",
+        f"{len(entries)} entries on the branch",
+    ]
+    if out.interactive and not args.markdown:
+        print_lines(out.out, rich_blocks(heading, meta, blocks))
+    else:
+        out.out.file.write(markdown_document(heading, meta, blocks))
+        out.out.file.flush()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- tree
+
+
+def branch_ids(nodes: list[dict[str, Any]], leaf: Any) -> list[str]:
+    """Root -> leaf, following parentId (cycle-safe)."""
+    parent = {n["id"]: n.get("parentId") for n in nodes}
+    path: list[str] = []
+    seen: set[str] = set()
+    current = leaf
+    while current is not None and current in parent and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = parent[current]
+    path.reverse()
+    return path
+
+
+TYPE_NAMES = {"model_change": "model", "custom_message": "custom message"}
+SELF_DESCRIBING = {"label", "session_info", "thinking_level_change", "context_edit", "usage"}
+"""Entry types whose preview already says what they are (``label a1: x``, ``name: y``...)."""
+
+
+def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int) -> Text:
+    t = node.get("type")
+    role = node.get("role")
+    text = Text()
+    text.append(str(node["id"]), style="cyan" if on_branch else "dim cyan")
+    text.append(" ")
+    if t == "compaction":
+        text.append("⟳ compaction", style="bold magenta")
+    elif t == "branch_summary":
+        text.append("↳ branch summary", style="bold magenta")
+    elif t == "message" and role:
+        text.append(str(role), style=ROLE_STYLES.get(str(role), "bold") if on_branch else "dim")
+    elif t in TYPE_NAMES:
+        text.append(TYPE_NAMES[str(t)], style="dim italic")
+    elif t not in SELF_DESCRIBING:
+        text.append(str(t), style="dim italic")
+    preview = one_line(str(node.get("preview") or ""), width)
+    if preview:
+        if t in SELF_DESCRIBING:
+            text.append(preview, style="dim italic")
+        else:
+            text.append(": " if t in ("message", "compaction", "branch_summary") else " ")
+            text.append(preview, style="" if on_branch else "dim")
+    if node.get("label"):
+        text.append(f" [{node['label']}]", style="bold yellow")
+    if is_leaf:
+        text.append(" ◀ leaf", style="bold reverse")
+    return text
+
+
+def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -> Tree:
+    """A straight run stays at one level; a branch point nests each of its branches."""
+    ids = {n["id"] for n in nodes}
+    children: dict[Any, list[dict[str, Any]]] = {}
+    roots: list[dict[str, Any]] = []
+    for n in nodes:
+        parent = n.get("parentId")
+        if parent is None or parent not in ids or parent == n["id"]:
+            roots.append(n)
+        else:
+            children.setdefault(parent, []).append(n)
+    on_branch = set(branch_ids(nodes, leaf))
+    top = Tree(Text(title, style="bold"), guide_style="dim")
+    visited: set[Any] = set()
+    # Work items: (container, first node of a run, whether the run nests under its first node).
+    work: list[tuple[Tree, dict[str, Any], bool]] = [(top, r, len(roots) > 1) for r in reversed(roots)]
+    while work:
+        container, node, nest = work.pop()
+        while node["id"] not in visited:
+            visited.add(node["id"])
+            item = container.add(_node_text(node, node["id"] in on_branch, node["id"] == leaf, width))
+            if nest:
+                container, nest = item, False
+            kids = children.get(node["id"], [])
+            if len(kids) == 1:
+                node = kids[0]
+                continue
+            # A branch point: each branch (in file order) nests under its own first entry.
+            for kid in reversed(kids):
+                work.append((item, kid, True))
+            break
+    stray = [n for n in nodes if n["id"] not in visited]
+    if stray:
+        cycle = top.add(Text(f"{len(stray)} entries in a parent cycle (not reachable from a root)", "red"))
+        for n in stray:
+            cycle.add(_node_text(n, False, n["id"] == leaf, width))
+    return top
+
+
+async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
+    async with open_source(args, args.session) as source:
+        info = await source.describe()
+        result = await source.tree()
+    nodes = result["nodes"]
+    leaf = result.get("leafId")
+    if out.json:
+        out.emit(
+            {
+                source.key: source.label,
+                "sessionId": info["sessionId"],
+                "leafId": leaf,
+                "branchIds": branch_ids(nodes, leaf),
+                "nodes": nodes,
+            }
+        )
+        return EXIT_OK
+    title = f"{info.get('name') or info['sessionId']}  ({len(nodes)} entries)"
+    out.show(build_tree(title, nodes, leaf, args.width))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- context
+
+
+async def _estimator_name(source: Source, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    usage = await source.usage()
+    return (args.estimator or usage.get("estimator") or "pi"), usage
+
+
+async def cmd_context(args: argparse.Namespace, out: Output) -> int:
+    from ..model.tokens import get_estimator  # noqa: PLC0415
+
+    async with open_source(args, args.session) as source:
+        info = await source.describe()
+        context = await source.context(args.leaf)
+        name, usage = await _estimator_name(source, args)
+    estimator = get_estimator(name)
+    rows = []
+    total = 0
+    for i, item in enumerate(context["messages"]):
+        message = item["message"]
+        n = int(estimator.message_tokens(message))
+        total += n
+        row: dict[str, Any] = {
+            "index": i,
+            "entryId": item["entryId"],
+            "role": message.get("role") if isinstance(message, dict) else None,
+            "tokens": n,
+            "preview": message_preview(message, 120),
+        }
+        if args.full:
+            row["message"] = message
+        rows.append(row)
+    if out.json:
+        out.emit(
+            {
+                source.key: source.label,
+                "sessionId": info["sessionId"],
+                "leafId": args.leaf or info.get("leafId"),
+                "estimator": name,
+                "model": context.get("model"),
+                "thinkingLevel": context.get("thinkingLevel"),
+                "entryIds": context.get("entryIds", []),
+                "messages": rows,
+                "totalTokens": total,
+                "usage": None if args.leaf else usage,
+            }
+        )
+        return EXIT_OK
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("ENTRY", style="cyan", no_wrap=True)
+    table.add_column("ROLE", no_wrap=True)
+    table.add_column("TOKENS", justify="right", no_wrap=True)
+    table.add_column("TEXT", overflow="ellipsis", no_wrap=True)
+    for row in rows:
+        role = str(row["role"])
+        shown = SUMMARY_ROLES.get(role, role)
+        table.add_row(
+            str(row["index"]),
+            str(row["entryId"]),
+            Text(shown, style=ROLE_STYLES.get(role, "")),
+            tokens(row["tokens"]),
+            one_line(row["preview"], args.width) if args.width else "",
+        )
+    out.show(table)
+    model = context.get("model")
+    model_text = "unknown model"
+    if isinstance(model, dict):
+        model_text = f"{model.get('provider')}/{model.get('modelId')}"
+    summary = Text()
+    summary.append(f"total ≈ {total:,} tokens", style="bold")
+    summary.append(f" in {len(rows)} messages (estimator {name}) · {model_text}")
+    if context.get("thinkingLevel"):
+        summary.append(f" · thinking {context['thinkingLevel']}")
+    out.show(summary)
+    if not args.leaf and usage.get("used") is not None:
+        out.show(Text(f"usage: {_usage_line(usage)}", style="dim"))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- usage
+
+
+def _usage_line(usage: dict[str, Any]) -> str:
+    used, size, percent = usage.get("used"), usage.get("size"), usage.get("percent")
+    line = f"{tokens(used)} / {tokens(size) if size else '? (unknown window)'} tokens"
+    if percent is not None:
+        line += f" ({percent}%)"
+    return line + f", source {usage.get('source')}"
+
+
+def gauge(percent: float | None, width: int = 30) -> Text:
+    """A bar that reads in plain text too: █ used, ░ free."""
+    if percent is None:
+        return Text("░" * width, style="dim")
+    filled = max(0, min(width, round(width * percent / 100)))
+    style = "green" if percent < 60 else "yellow" if percent < 85 else "red"
+    bar = Text()
+    bar.append("█" * filled, style=style)
+    bar.append("░" * (width - filled), style="dim")
+    return bar
+
+
+async def cmd_usage(args: argparse.Namespace, out: Output) -> int:
+    async with open_source(args, args.session) as source:
+        info = await source.describe()
+        usage = await source.usage()
+    if out.json:
+        out.emit({source.key: source.label, "sessionId": info["sessionId"], **usage})
+        return EXIT_OK
+    line = Text()
+    line.append_text(gauge(usage.get("percent")))
+    line.append(" ")
+    line.append(_usage_line(usage), style="bold")
+    out.show(line)
+    details = []
+    if usage.get("source") == "api":
+        details.append("the provider's last reported usage")
+    elif usage.get("source") == "estimate":
+        if usage.get("usageTokens"):
+            details.append(
+                f"{tokens(usage.get('usageTokens'))} reported by the provider"
+                f" + {tokens(usage.get('trailingTokens'))} estimated since"
+            )
+        else:
+            details.append("estimated (no provider usage on the branch)")
+    else:
+        details.append("empty context")
+    details.append(f"estimator {usage.get('estimator')}")
+    model = usage.get("model")
+    if isinstance(model, dict):
+        details.append(f"model {model.get('provider')}/{model.get('modelId')}")
+    if not usage.get("size"):
+        details.append("context window unknown: set it with [context_windows] or session/configure")
+    out.show(Text(" · ".join(details), style="dim"))
+    return EXIT_OK

@@ -1,0 +1,291 @@
+"""The TypeScript client (npm ``@sessiond/client``, clients/typescript) against the real daemon.
+
+The node tests (``clients/typescript/test/*.test.ts``, compiled to ``dist-test/`` and run with
+``node --test``) get the daemon's socket in ``SESSIOND_TEST_SOCKET`` and the argv of a
+``sessiond connect`` bridge to it in ``SESSIOND_TEST_CONNECT``. The reconnect test writes the
+file named by ``SESSIOND_TEST_READY`` and waits while this side kills the daemon and starts it
+again on the same store. The editor example (``examples/editor``) runs as a user would run it.
+
+Everything is installed and compiled by ``scripts/setup-typescript``; without node, npm or that
+build these tests are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.rpc.conftest import Daemon, start_daemon
+
+REPO = Path(__file__).resolve().parents[3]
+CLIENT = REPO / "clients" / "typescript"
+EXAMPLE = REPO / "examples" / "editor"
+SCHEMA = REPO / "protocol" / "sessiond.schema.json"
+NODE = shutil.which("node")
+NPM = shutil.which("npm")
+SETUP = "run scripts/setup-typescript"
+
+pytestmark = [
+    pytest.mark.skipif(NODE is None, reason="node is not installed (Node >= 20 is needed)"),
+    pytest.mark.skipif(
+        not (CLIENT / "node_modules" / "vscode-jsonrpc" / "package.json").exists(),
+        reason=f"the npm dependencies of clients/typescript are not installed ({SETUP})",
+    ),
+]
+needs_build = pytest.mark.skipif(
+    not (CLIENT / "dist" / "index.js").exists() or not (CLIENT / "dist-test").is_dir(),
+    reason=f"clients/typescript is not built ({SETUP})",
+)
+needs_npm = pytest.mark.skipif(NPM is None, reason="npm is not installed")
+
+
+def node_env(d: Daemon, tmp_path: Path, **extra: str) -> dict[str, str]:
+    connect = [sys.executable, "-m", "sessiond", "connect", "--socket", str(d.socket)]
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return {
+        **d.env,  # SESSIOND_HOME: a bridge reaches the same store (and daemon)
+        "SESSIOND_TEST_SOCKET": str(d.socket),
+        "SESSIOND_TEST_CONNECT": json.dumps(connect),
+        "SESSIOND_TEST_WORKDIR": str(work),
+        **extra,
+    }
+
+
+def node_test(*files: str) -> list[str]:
+    assert NODE is not None
+    return [NODE, "--test", "--test-reporter=tap", *(str(CLIENT / "dist-test" / f) for f in files)]
+
+
+def check_tap(proc: subprocess.CompletedProcess[str], d: Daemon, expected: int) -> None:
+    """node --test passed: exit 0, no failure, and exactly ``expected`` tests really ran."""
+    out = proc.stdout
+    report = f"stdout:\n{out}\nstderr:\n{proc.stderr}\ndaemon log:\n{d.log_text()[-5000:]}"
+    assert proc.returncode == 0, report
+    counts = {k: int(v) for k, v in re.findall(r"^# (pass|fail|skipped|cancelled) (\d+)$", out, re.M)}
+    assert counts.get("fail") == 0 and counts.get("cancelled") == 0, report
+    assert counts.get("skipped") == 0, report
+    assert counts.get("pass") == expected, report
+
+
+def stop(d: Daemon) -> None:
+    assert d.stop() == 0, d.log_text()
+    assert "Traceback" not in d.log_text(), d.log_text()
+
+
+# Each node test file with the number of tests it must pass.
+NODE_TESTS = {
+    "socket.test.js": 6,  # initialize, sessions + typed updates, context, progress, errors, abort
+    "summarize.test.js": 3,  # compaction/summarize answered, cancellation -32800, timeoutMs
+    "stdio.test.js": 4,  # connectStdio through `sessiond connect`; connection failures
+}
+
+
+@needs_build
+@pytest.mark.parametrize("test_file", list(NODE_TESTS))
+def test_node_tests_against_a_real_daemon(tmp_path: Path, test_file: str) -> None:
+    d = start_daemon(tmp_path)
+    try:
+        proc = subprocess.run(
+            node_test(test_file),
+            env=node_env(d, tmp_path),
+            cwd=CLIENT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        check_tap(proc, d, NODE_TESTS[test_file])
+        assert d.process.poll() is None, "the daemon under test died"
+    finally:
+        stop(d)
+
+
+@needs_build
+@pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL], ids=["restart", "crash"])
+def test_reconnect_after_the_daemon_restarts(tmp_path: Path, kill: signal.Signals) -> None:
+    ready = tmp_path / "ready"
+    d = start_daemon(tmp_path)
+    proc = subprocess.Popen(
+        node_test("reconnect.test.js"),
+        env=node_env(d, tmp_path, SESSIOND_TEST_READY=str(ready)),
+        cwd=CLIENT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    restarted: Daemon | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the node side never got ready"
+            time.sleep(0.02)
+        session_id = ready.read_text().strip()
+        d.process.send_signal(kill)
+        d.process.wait(timeout=15)
+        time.sleep(0.3)  # the clients see the close and start retrying
+        restarted = start_daemon(tmp_path)  # same store, same socket path
+        out, err = proc.communicate(timeout=120)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        check_tap(done, restarted, 1)
+        # the appends made before and after the restart are in the one session file
+        [path] = (d.store / "sessions").rglob(f"*_{session_id}.jsonl")
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        texts = [e["message"]["content"][0]["text"] for e in lines[1:] if e.get("type") == "message"]
+        assert texts == ["before the restart", "noted", "after"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        d.stop()
+        if restarted is not None:
+            stop(restarted)
+
+
+@needs_npm
+def test_generated_types_are_up_to_date() -> None:
+    """``npm run check-gen``: src/generated/protocol.ts matches protocol/sessiond.schema.json."""
+    assert NPM is not None
+    proc = subprocess.run(
+        [NPM, "run", "--silent", "check-gen"], cwd=CLIENT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    assert "is up to date" in proc.stdout
+
+
+@needs_npm
+def test_check_gen_fails_on_a_changed_schema(tmp_path: Path) -> None:
+    assert NPM is not None
+    schema = json.loads(SCHEMA.read_text())
+    schema["$defs"]["TreeNode"]["properties"]["pinned"] = {"type": "boolean", "description": "New field."}
+    changed = tmp_path / "sessiond.schema.json"
+    changed.write_text(json.dumps(schema, indent=2))
+    check = [NPM, "run", "--silent", "check-gen", "--", "--schema", str(changed)]
+    proc = subprocess.run(check, cwd=CLIENT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1, f"{proc.stdout}\n{proc.stderr}"
+    assert "is stale" in proc.stderr and "npm run gen" in proc.stderr
+    # and regenerating from it (elsewhere) picks the change up
+    out = tmp_path / "protocol.ts"
+    gen = [NPM, "run", "--silent", "gen", "--", "--schema", str(changed), "--out", str(out)]
+    subprocess.run(gen, cwd=CLIENT, capture_output=True, text=True, check=True)
+    assert re.search(r"New field\.\s*\*/\s*pinned\?: boolean;", out.read_text())
+    check_out = [*check, "--out", str(out)]
+    proc = subprocess.run(check_out, cwd=CLIENT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+
+
+@needs_build
+def test_socket_discovery_agrees_with_the_daemon(tmp_path: Path) -> None:
+    """defaultSocketPath() gives the path ``sessiond serve`` would listen on, for the same env."""
+    assert NODE is not None
+    units = node_test("discovery.test.js")  # the unit tests of defaultStore/defaultSocketPath
+    unit = subprocess.run(units, cwd=CLIENT, capture_output=True, text=True, check=False)
+    assert unit.returncode == 0 and re.search(r"^# pass 4$", unit.stdout, re.M), unit.stdout + unit.stderr
+    home = tmp_path / "home"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (home / ".local" / "share" / "sessiond").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(home / ".local" / "share" / "sessiond")
+    cases: list[dict[str, str]] = [
+        {},
+        {"XDG_RUNTIME_DIR": str(runtime)},
+        {"XDG_RUNTIME_DIR": str(runtime), "SESSIOND_HOME": str(tmp_path / "other")},
+        {"XDG_RUNTIME_DIR": str(runtime), "SESSIOND_HOME": str(tmp_path / "link")},
+        {"XDG_RUNTIME_DIR": str(tmp_path / "missing")},
+        {"XDG_RUNTIME_DIR": str(runtime), "XDG_DATA_HOME": str(tmp_path / "data")},
+        {"XDG_DATA_HOME": str(tmp_path / "data"), "SESSIOND_HOME": str(tmp_path / "data" / "sessiond")},
+    ]
+    python = "from sessiond.service.config import load_config; print(load_config().socket)"
+    node = "import('@sessiond/client').then((m) => console.log(m.defaultSocketPath()))"
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SESSIOND_"))}
+    for case in cases:
+        env = {**base, "HOME": str(home), **case}
+        daemon_says = subprocess.run(
+            [sys.executable, "-c", python], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        client_says = subprocess.run(
+            [NODE, "-e", node], env=env, cwd=CLIENT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert client_says == daemon_says, case
+
+
+# --------------------------------------------------------------------------- the editor example
+
+
+def run_editor(d: Daemon, *args: str) -> dict[str, Any]:
+    assert NODE is not None
+    proc = subprocess.run(
+        [NODE, str(EXAMPLE / "dist" / "editor.js"), "--socket", str(d.socket), "--json", *args],
+        env=d.env,
+        cwd=EXAMPLE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}\n{d.log_text()[-5000:]}"
+    *human, last = proc.stdout.splitlines()
+    summary: dict[str, Any] = json.loads(last)
+    assert summary["ok"] is True and summary["output"] == human
+    return summary
+
+
+@pytest.mark.skipif(
+    not (EXAMPLE / "dist" / "editor.js").exists(), reason=f"examples/editor is not built ({SETUP})"
+)
+def test_editor_example(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    d = start_daemon(tmp_path)
+    try:
+        demo = run_editor(d, "--workspace", str(ws))
+        sid = demo["sessionId"]
+        # the status line followed usage_update: the agent's two answers (12k then 48k of 200k)
+        status = demo["status"]
+        assert status[0] == "ctx: no usage yet"
+        assert "ctx 6% · 12k/200k (api)" in status
+        assert status[-1] == "ctx 24% · 48k/200k (api)"
+        # the tree view from tree/get: the four messages on the branch, the leaf last
+        assert demo["tree"] == [
+            "> user: Add a greeting to hello.txt",
+            "> assistant: Done: Add a greeting to hello.txt.",
+            "> user: Make it louder",
+            "* assistant: Done: Make it louder.",
+            "(6 extension entries hidden)",
+        ]
+        # the rewind: a dry run with the plan, then the real one, back to before "Make it louder"
+        dry, done = demo["dryRun"], demo["rewind"]
+        assert dry["dryRun"] is True and dry["undoId"] is None
+        assert [(f["path"], f["action"], f["status"]) for f in dry["files"]] == [("hello.txt", "write", "ok")]
+        assert [(f["path"], f["action"]) for f in done["files"]] == [("hello.txt", "write")]
+        assert (done["written"], done["conflicts"], done["refused"]) == (1, 0, 0)
+        assert (ws / "hello.txt").read_text() == "hello v1\n" == demo["helloAfter"]
+        assert "[files] rewind of hello.txt announced to subscribers" in demo["output"]
+
+        # the same example on the existing session: the tree, the usage, and undoing that rewind
+        again = run_editor(d, "--session", sid, "--rewind", done["undoId"])
+        assert set(again["status"]) == {"ctx 24% · 48k/200k (api)"}
+        assert again["tree"][:4] == demo["tree"][:4]  # the leaf moved onto a (hidden) snapshot entry
+        assert re.fullmatch(r"\(\d+ extension entries hidden\)", again["tree"][4])
+        assert again["rewind"]["written"] == 1
+        assert (ws / "hello.txt").read_text() == "HELLO V2!\n"
+        [path] = (d.store / "sessions").rglob(f"*_{sid}.jsonl")
+        kinds = [
+            e["data"]["kind"]
+            for e in map(json.loads, path.read_text().splitlines()[1:])
+            if e.get("customType") == "sessiond.fileSnapshot"
+        ]
+        assert "undo" in kinds  # what each rewind replaced, kept for undoing it
+    finally:
+        stop(d)

@@ -12,6 +12,7 @@ build these tests are skipped, saying so.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -151,6 +152,84 @@ def test_reconnect_after_the_daemon_restarts(tmp_path: Path, kill: signal.Signal
         d.stop()
         if restarted is not None:
             stop(restarted)
+
+
+def daemon_pid(store: Path) -> int | None:
+    """The pid a running daemon wrote into ``<store>/daemon.lock`` (None when none holds it)."""
+    lock = store / "daemon.lock"
+    if not lock.exists():
+        return None
+    with open(lock) as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            text = lock.read_text().strip()
+            return int(text) if text.isdigit() else None
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return None  # nobody holds the lock: no daemon
+
+
+def wait_until_gone(store: Path, timeout: float = 15) -> None:
+    """Until no daemon holds the store's lock (its process exited, reaped or not)."""
+    deadline = time.monotonic() + timeout
+    while daemon_pid(store) is not None:
+        assert time.monotonic() < deadline, "the daemon did not exit"
+        time.sleep(0.02)
+
+
+@needs_build
+def test_stdio_client_restarts_the_daemon_through_a_new_bridge(tmp_path: Path) -> None:
+    """The editor's case: `sessiond connect` started the daemon, the daemon crashes; the client
+    (autoReconnect) spawns a new bridge, which starts a new daemon on the same store."""
+    store, socket, ready = tmp_path / "store", tmp_path / "run" / "sessiond.sock", tmp_path / "ready"
+    isolated = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi")}
+    env = {k: v for k, v in os.environ.items() if k != "SESSIOND_CONFIG"}
+    env.update(isolated, SESSIOND_HOME=str(store))
+    connect = [sys.executable, "-m", "sessiond", "connect", "--socket", str(socket)]
+    env.update(SESSIOND_TEST_CONNECT=json.dumps(connect), SESSIOND_TEST_STDIO_READY=str(ready))
+    proc = subprocess.Popen(
+        node_test("stdio-restart.test.js"),
+        env=env,
+        cwd=CLIENT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = store / "daemon.log"  # where a daemon started by the bridge logs
+    first: int | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the node side never got ready"
+            time.sleep(0.02)
+        session_id = ready.read_text().strip()
+        first = daemon_pid(store)
+        assert first is not None, "the bridge did not start a daemon"
+        os.kill(first, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        logs = log.read_text(errors="replace") if log.exists() else ""
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        report = f"stdout:\n{out}\nstderr:\n{err}\ndaemon log:\n{logs[-5000:]}"
+        assert proc.returncode == 0, report
+        assert re.search(r"^# pass 1$", done.stdout, re.M) and re.search(r"^# fail 0$", done.stdout, re.M), (
+            report
+        )
+        second = daemon_pid(store)
+        assert second is not None and second != first, "no new daemon was started"
+        [path] = (store / "sessions").rglob(f"*_{session_id}.jsonl")
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        texts = [e["message"]["content"][0]["text"] for e in lines[1:] if e.get("type") == "message"]
+        assert texts == ["before the crash", "noted", "after"]
+        assert "Traceback" not in logs, logs
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        pid = daemon_pid(store)
+        if pid is not None and pid != first:
+            os.kill(pid, signal.SIGTERM)
+            wait_until_gone(store)
 
 
 @needs_npm

@@ -1,0 +1,146 @@
+"""docs/quickstart.md, followed literally.
+
+Every ```sh block of the page is run in order, from the repository root, the way a newcomer
+would: the block marked ``terminal-1`` (``scripts/run``) stays running in the background as the
+first terminal does, every other block runs to completion in a shell. ``console`` blocks are
+output and placeholders, not commands. The environment is a fresh home directory — so the
+default store (``~/.local/share/sessiond``), Pi's and Claude Code's directories are the ones a new
+user has — with one real Claude Code transcript from the shared fixtures in ``~/.claude`` so the
+"sessions of other agents" step has something to show.
+
+Beyond exit codes, the outputs are checked for what the page says they show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = REPO / "docs" / "quickstart.md"
+FIXTURES = REPO.parent / "shared" / "fixtures" / "claude-code"
+CLAUDE_FIXTURE = FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
+
+BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def blocks() -> list[tuple[str, str]]:
+    """(marker, script) for every ```sh block, in page order."""
+    found = []
+    for lang, info, body in BLOCK.findall(PAGE.read_text(encoding="utf-8")):
+        if lang == "sh":
+            found.append((info.strip(), body))
+    return found
+
+
+def test_page_has_runnable_steps() -> None:
+    found = blocks()
+    assert [m for m, _ in found].count("terminal-1") == 1
+    assert found[0] == ("terminal-1", "scripts/run\n")
+    assert len(found) >= 8
+
+
+@pytest.fixture
+def newcomer(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-work-demo"
+    project.mkdir(parents=True)
+    if CLAUDE_FIXTURE.exists():
+        shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SESSIOND_", "CLAUDE_", "PI_", "XDG_")) and k != "VIRTUAL_ENV"
+    }
+    env.update(HOME=str(home), NO_COLOR="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _wait_for_socket(store: Path, daemon: subprocess.Popen[bytes], log: Path) -> None:
+    socket = store / "run" / "sessiond.sock"
+    deadline = time.monotonic() + 180  # the first scripts/run may pip-install
+    while time.monotonic() < deadline:
+        if socket.exists():
+            return
+        if daemon.poll() is not None:
+            pytest.fail(f"scripts/run exited with {daemon.returncode}:\n{log.read_text()}")
+        time.sleep(0.1)
+    pytest.fail(f"the daemon never listened:\n{log.read_text()}")
+
+
+def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
+    workspace = Path("/tmp/sessiond-quickstart")  # the page's path, as a user would type it
+    shutil.rmtree(workspace, ignore_errors=True)
+    store = Path(newcomer["HOME"]) / ".local" / "share" / "sessiond"
+    log = tmp_path / "terminal-1.log"
+    outputs: list[tuple[str, str]] = []
+    daemon: subprocess.Popen[bytes] | None = None
+    try:
+        for marker, script in blocks():
+            if marker == "terminal-1":
+                with log.open("wb") as out:
+                    daemon = subprocess.Popen(
+                        ["bash", "-c", script],
+                        cwd=REPO,
+                        env=newcomer,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                _wait_for_socket(store, daemon, log)
+                continue
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", script],
+                cwd=REPO,
+                env=newcomer,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            assert done.returncode == 0, f"{script}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+            outputs.append((script, done.stdout))
+
+        def output_of(command: str) -> str:
+            return "\n".join(out for script, out in outputs if command in script)
+
+        assert "Auth: sessions → cookies" in output_of("sessiond ls\n")
+        tree = output_of("sessiond tree 019ad3e1")
+        assert "◀ leaf" in tree and "⟳ compaction" in tree and "↳ branch summary" in tree
+        assert "Now document the cookie flow" in output_of("sessiond show 019ad3e1")
+        usage = json.loads(output_of("--json"))
+        assert usage["sessionId"] == "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"
+        assert usage["used"] > 0 and usage["size"] > usage["used"]
+        assert "Forked into" in output_of("sessiond fork")
+        assert "compaction completed" in output_of("agent_loop.py")
+        assert "Create hello.py" in output_of("ls --cwd /tmp/sessiond-quickstart")
+        assert "fail" not in output_of("sessiond doctor").split("\n")[0]
+        if CLAUDE_FIXTURE.exists():
+            claude = output_of("ls --root claude")
+            assert "claude-code" in claude, claude
+        assert "◀ leaf" in output_of("tree examples/auth-refactor.jsonl")
+
+        # The label and the fork are in the files, where Pi would read them.
+        files = sorted(store.joinpath("sessions").rglob("*.jsonl"))
+        assert len(files) == 3  # the example, its fork, the agent's session
+        example = next(f for f in files if "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001" in f.name)
+        assert '"label":"cookies"' in example.read_text(encoding="utf-8")
+    finally:
+        if daemon is not None and daemon.poll() is None:
+            os.killpg(daemon.pid, signal.SIGINT)  # Ctrl-C in terminal 1
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(daemon.pid, signal.SIGKILL)
+                daemon.wait()
+                pytest.fail(f"Ctrl-C did not stop the daemon:\n{log.read_text()}")
+        shutil.rmtree(workspace, ignore_errors=True)
+    assert daemon is not None and daemon.returncode in (0, -signal.SIGINT, 130), log.read_text()

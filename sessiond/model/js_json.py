@@ -15,6 +15,7 @@ so it is the fast path. It differs in four places, which the slow path handles:
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Final
 
 import orjson
@@ -84,9 +85,7 @@ def stringify(value: Any, indent: int | None = None) -> str:
             return orjson.dumps(value).decode()
         except (TypeError, orjson.JSONEncodeError):
             pass  # lone surrogates or an exotic type: the general path below decides
-    parts: list[str] = []
-    _encode(value, parts, " " * indent if indent else "", "\n")
-    return "".join(parts)
+    return _encode_all(value, " " * indent if indent else "", "\n")
 
 
 def dumps(value: Any) -> bytes:
@@ -96,9 +95,34 @@ def dumps(value: Any) -> bytes:
             return orjson.dumps(value)
         except (TypeError, orjson.JSONEncodeError):
             pass
+    return _encode_all(value, "", "\n").encode()
+
+
+_DEEP_HEADROOM: Final = 4096
+"""Extra Python frames for encoding a value nested deeper than the recursion limit allows."""
+
+
+def _encode_all(value: Any, indent: str, newline: str) -> str:
+    """``_encode`` of a whole value, however deeply it nests.
+
+    orjson parses up to 1024 levels but refuses to write more than 254, so a deep value a
+    session file or a client legitimately holds lands here, one Python frame per level, and
+    would hit the recursion limit (RecursionError while sending or writing it). Parsed values
+    nest at most ~1024 levels, so a higher limit for this call is enough; since Python 3.11 a
+    call between Python functions uses no C stack, so the higher limit is safe.
+    """
     parts: list[str] = []
-    _encode(value, parts, "", "\n")
-    return "".join(parts).encode()
+    try:
+        _encode(value, parts, indent, newline)
+    except RecursionError:
+        parts = []
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + _DEEP_HEADROOM)
+        try:
+            _encode(value, parts, indent, newline)
+        finally:
+            sys.setrecursionlimit(limit)
+    return "".join(parts)
 
 
 def _plain(value: Any) -> bool:

@@ -780,6 +780,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--oracle", metavar="DIR", help="pi-oracle install dir (default: see pi_oracle.py)")
     ap.add_argument("--profile", action="store_true", help="cProfile sessiond's prepare on the largest size")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent dir (default benchmarks/out)")
     args = ap.parse_args(argv)
     if args.sizes is None:
@@ -823,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
     res["headline"] = headline(res)
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
         print(json.dumps(res, indent=1))
     else:

@@ -886,6 +886,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true", help="10 prompts, 200 files, 20 MB (< 30 s)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent (default benchmarks/out)")
     ap.add_argument("--sections", default="1,2,3", help="which sections to run (default all)")
     ap.add_argument("--prompts", type=int, help="section 1: prompts (default 50; quick 10)")
@@ -928,6 +931,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
         print(json.dumps(res, indent=1))
     else:

@@ -977,6 +977,9 @@ def main(argv: list[str] | None = None) -> int:
         "--json", action="store_true", help="print machine-readable results (JSON) instead of tables"
     )
     ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
+    ap.add_argument(
         "--profile",
         action="store_true",
         help="also cProfile sessiond's core step on the largest file (top 10 functions)",
@@ -1025,20 +1028,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         profile_text = proc.stdout
 
+    res = {
+        "python": sys.version.split()[0],
+        "runs": runs,
+        "seed": args.seed,
+        "pi": pi_note,
+        "results": results,
+        "profile": profile_text,
+    }
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "python": sys.version.split()[0],
-                    "runs": runs,
-                    "seed": args.seed,
-                    "pi": pi_note,
-                    "results": results,
-                    "profile": profile_text,
-                },
-                indent=1,
-            )
-        )
+        print(json.dumps(res, indent=1))
     else:
         print_table(results, runs, pi_note, cli_note)
         if profile_text:

@@ -615,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
+    ap.add_argument(
         "--out", type=Path, default=OUT_DIR, help="cache of generated sessions (default benchmarks/out)"
     )
     args = ap.parse_args(argv)
@@ -658,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
         print(json.dumps(res, indent=1))
     else:

@@ -435,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--oracle", metavar="DIR", help="pi-oracle install dir (default: see find_oracle)")
     ap.add_argument("--out", metavar="DIR", default=str(OUT_DIR), help="cache dir for the generated store")
     ap.add_argument("--json", action="store_true", help="print machine-readable results (JSON)")
+    ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
     ap.add_argument("--generate-only", action="store_true", help="only generate the store")
     args = ap.parse_args(argv)
     runs = 1 if args.quick else max(1, args.runs)
@@ -459,22 +462,20 @@ def main(argv: list[str] | None = None) -> int:
     checks = []
     if "pi" in best and best["pi"]["sessions"] != best["cold"]["sessions"]:
         checks.append(f"sessions: sessiond {best['cold']['sessions']} != Pi {best['pi']['sessions']}")
+    out = {
+        "python": sys.version.split()[0],
+        "runs": runs,
+        "store": str(root),
+        "mib": mib,
+        "count": meta["count"],
+        "pi": pi_note,
+        "checks": checks,
+        **res,
+    }
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "python": sys.version.split()[0],
-                    "runs": runs,
-                    "store": str(root),
-                    "mib": mib,
-                    "count": meta["count"],
-                    "pi": pi_note,
-                    "checks": checks,
-                    **res,
-                },
-                indent=1,
-            )
-        )
+        print(json.dumps(out, indent=1))
         return 0
     print(
         f"\nsessiond listing benchmark: {meta['count']} sessions, {mib:.0f} MiB in {len(CWDS)} cwd dirs; "

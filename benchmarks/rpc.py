@@ -1043,6 +1043,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile-top", type=int, default=25, help="functions listed per profile table")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument(
+        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
+    )
     ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent dir (default benchmarks/out)")
     args = ap.parse_args(argv)
     if args.runs is None:
@@ -1151,6 +1154,8 @@ def main(argv: list[str] | None = None) -> int:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t_start
     res["loadavgEnd"] = os.getloadavg()[0]
+    if args.json_out:  # for run_all.py: machine-readable results beside the human report
+        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
         print(json.dumps(res, indent=1))
     else:

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .cli_commands import register as register_session_commands
@@ -52,8 +54,21 @@ def _non_negative(value: str) -> int:
     return n
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error under ``--json`` also gives the ``{"error": ...}`` document."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        if self.json_errors:
+            print(json.dumps({"error": {"message": message, "exitCode": EXIT_BAD_INPUT}}, ensure_ascii=False))
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sessiond",
         description="A session daemon for coding agents: Pi-compatible session trees and context.",
     )
@@ -116,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--stdio", action="store_true", help="serve one client on stdin/stdout instead of the socket"
     )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="log one JSON object per line on stderr; a startup failure as JSON on stdout",
+    )
     p.set_defaults(handler=_cmd_serve)
 
     p = sub.add_parser(
@@ -139,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="bridge stdio to the daemon's socket (what an editor spawns); starts the daemon if needed",
     )
     add_store_options(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="the stream is JSON-RPC either way; a failure to connect is reported as JSON on stdout",
+    )
     p.set_defaults(handler=_cmd_connect)
     return parser
 
@@ -152,23 +177,47 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    import logging  # noqa: PLC0415
+class _JsonLogFormatter(logging.Formatter):
+    """``serve --json``: one JSON object per log record, for log collectors."""
 
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _fail(command: str, message: str, code: int, json_mode: bool) -> int:
+    """One line on stderr; with ``--json`` also ``{"error": {...}}`` on stdout (the CLI's one error shape)."""
+    print(f"sessiond {command}: {message}", file=sys.stderr)
+    if json_mode:
+        print(json.dumps({"error": {"message": message, "exitCode": code}}, ensure_ascii=False))
+    return code
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
     from .rpc.server import serve  # noqa: PLC0415
 
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    if args.json:
+        handler.setFormatter(_JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), handlers=[handler])
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    # With --stdio, stdout is the client's JSON-RPC stream: nothing else may be written there.
+    json_errors = args.json and not args.stdio
     try:
         config = _config(args)
         serve(config, tcp=args.tcp, stdio=args.stdio)
     except SessiondError as exc:
-        print(f"sessiond serve: {exc.message}", file=sys.stderr)
-        return EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING
+        code = EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING
+        return _fail("serve", exc.message, code, json_errors)
     return EXIT_OK
 
 
@@ -178,10 +227,13 @@ def _cmd_connect(args: argparse.Namespace) -> int:
     from .rpc.bridge import bridge  # noqa: PLC0415
 
     try:
-        return asyncio.run(bridge(_config(args)))
+        config = _config(args)
     except SessiondError as exc:
-        print(f"sessiond connect: {exc.message}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+        return _fail("connect", exc.message, EXIT_BAD_INPUT, args.json)
+    try:
+        return asyncio.run(bridge(config))
+    except SessiondError as exc:
+        return _fail("connect", exc.message, EXIT_UNAVAILABLE, args.json)
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -218,12 +270,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
-    from .errors import SessiondError  # noqa: PLC0415
     from .service.catalog import Catalog  # noqa: PLC0415
     from .store import gc  # noqa: PLC0415
     from .store.listing import ListingCache  # noqa: PLC0415
 
-    config = _config(args)
+    try:
+        config = _config(args)
+    except SessiondError as exc:
+        return _fail("gc", exc.message, EXIT_BAD_INPUT, args.json)
     catalog = Catalog(config.roots, ListingCache())
 
     def exists(session_id: str) -> bool:
@@ -259,6 +313,7 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
@@ -266,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except SessiondError as exc:  # bad input or configuration that a command did not catch itself
+        return _fail(args.command, exc.message, EXIT_BAD_INPUT, bool(getattr(args, "json", False)))
     except Exception as exc:  # a bug: one line for the user, no traceback
         print(f"sessiond: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_INTERNAL

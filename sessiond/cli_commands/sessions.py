@@ -19,7 +19,7 @@ from .base import (
     Output,
     add_daemon_options,
     call,
-    daemon_client,
+    load_config,
     non_negative,
     positive,
     runner,
@@ -36,7 +36,7 @@ from .render import (
     tokens,
     when,
 )
-from .sources import Source, open_source
+from .sources import Source, catalog, daemon_or_none, open_source
 
 SUMMARY_ROLES = {"compactionSummary": "⟳ compaction summary", "branchSummary": "↳ branch summary"}
 SESSION_HELP = "a session id, or a session FILE (.jsonl, Pi or Claude Code) read without the daemon"
@@ -136,8 +136,10 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
         params["format"] = args.fmt
     sessions: list[dict[str, Any]] = []
     next_cursor = None
-    async with daemon_client(args) as client:
-        while True:
+    async with daemon_or_none(args, out) as client:
+        if client is None:
+            sessions, next_cursor = _list_directly(args, params, limit)
+        while client is not None:
             page = 1000 if limit is None else min(1000, limit - len(sessions))
             result = await call(client, "session/list", {**params, "limit": page}, timeout=300)
             sessions += result["sessions"]
@@ -179,12 +181,24 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _list_directly(
+    args: argparse.Namespace, params: dict[str, Any], limit: int | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """``session/list`` computed here from the roots (``--no-start`` and no daemon running)."""
+    from ..service.service import _encode_cursor, summary  # noqa: PLC0415
+
+    listed = catalog(load_config(args)).list_all(params.get("cwd"), params.get("root"), params.get("format"))
+    page = listed if limit is None else listed[:limit]
+    more = len(page) < len(listed)
+    return [summary(x) for x in page], (_encode_cursor(page[-1].info.path) if more and page else None)
+
+
 # ---------------------------------------------------------------------------- show
 
 
 async def cmd_show(args: argparse.Namespace, out: Output) -> int:
     opts = ShowOptions(full=args.full, thinking=args.thinking, all_entries=args.all)
-    async with open_source(args, args.session) as source:
+    async with open_source(args, args.session, out) as source:
         info = await source.describe()
         branch = await source.branch(args.leaf)
     entries = branch.get("entries") or []
@@ -242,14 +256,22 @@ SELF_DESCRIBING = {"label", "session_info", "thinking_level_change", "context_ed
 """Entry types whose preview already says what they are (``label a1: x``, ``name: y``...)."""
 
 
-def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int) -> Text:
+CLAUDE_COMPACTION = "claude-code.system/compact_boundary"
+"""How a Claude Code ``/compact`` boundary shows up in the tree (a custom entry starting a new root)."""
+
+
+def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int, branches: int = 0) -> Text:
     t = node.get("type")
     role = node.get("role")
     text = Text()
     text.append(str(node["id"]), style="cyan" if on_branch else "dim cyan")
     text.append(" ")
+    preview = one_line(str(node.get("preview") or ""), width)
     if t == "compaction":
         text.append("⟳ compaction", style="bold magenta")
+    elif t == "custom" and preview == CLAUDE_COMPACTION:
+        text.append("⟳ compaction", style="bold magenta")
+        preview = "Claude Code /compact boundary"
     elif t == "branch_summary":
         text.append("↳ branch summary", style="bold magenta")
     elif t == "message" and role:
@@ -258,22 +280,51 @@ def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int)
         text.append(TYPE_NAMES[str(t)], style="dim italic")
     elif t not in SELF_DESCRIBING:
         text.append(str(t), style="dim italic")
-    preview = one_line(str(node.get("preview") or ""), width)
     if preview:
         if t in SELF_DESCRIBING:
             text.append(preview, style="dim italic")
         else:
-            text.append(": " if t in ("message", "compaction", "branch_summary") else " ")
+            text.append(": " if t in ("message", "compaction", "branch_summary", "custom") else " ")
             text.append(preview, style="" if on_branch else "dim")
     if node.get("label"):
         text.append(f" [{node['label']}]", style="bold yellow")
+    if branches > 1:
+        text.append(f" ⑂{branches}", style="bold blue")
     if is_leaf:
         text.append(" ◀ leaf", style="bold reverse")
     return text
 
 
+def _subtree_sizes(
+    nodes: list[dict[str, Any]], children: dict[Any, list[dict[str, Any]]], roots: list[dict[str, Any]]
+) -> dict[Any, int]:
+    """Entries below and including each node (iterative: sessions can be 100,000 entries deep)."""
+    size: dict[Any, int] = {}
+    order: list[Any] = []
+    seen: set[Any] = set()
+    stack = [r["id"] for r in roots]
+    while stack:
+        nid = stack.pop()
+        if nid in seen:
+            continue
+        seen.add(nid)
+        order.append(nid)
+        stack.extend(k["id"] for k in children.get(nid, []))
+    for nid in reversed(order):
+        size[nid] = 1 + sum(size.get(k["id"], 0) for k in children.get(nid, []) if k["id"] in size)
+    return size
+
+
 def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -> Tree:
-    """A straight run stays at one level; a branch point nests each of its branches."""
+    """Draw the tree so that the current branch reads straight down.
+
+    A straight run of entries stays at one level. At a branch point (marked ``⑂N``) the
+    branches that do not hold the current leaf hang below it, each nested under its own first
+    entry, and the current branch carries on at the same level — so however many times a
+    session branched (Claude Code branches at every parallel tool call), the path to the leaf
+    is one column and only side branches indent. Inside a side branch (or with no leaf) its
+    largest sub-branch carries on the same way.
+    """
     ids = {n["id"] for n in nodes}
     children: dict[Any, list[dict[str, Any]]] = {}
     roots: list[dict[str, Any]] = []
@@ -284,25 +335,35 @@ def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -
         else:
             children.setdefault(parent, []).append(n)
     on_branch = set(branch_ids(nodes, leaf))
+    size = _subtree_sizes(nodes, children, roots)
     top = Tree(Text(title, style="bold"), guide_style="dim")
     visited: set[Any] = set()
     # Work items: (container, first node of a run, whether the run nests under its first node).
-    work: list[tuple[Tree, dict[str, Any], bool]] = [(top, r, len(roots) > 1) for r in reversed(roots)]
+    work: list[tuple[Tree, dict[str, Any], bool]] = [
+        (top, r, len(roots) > 1 and r["id"] not in on_branch) for r in reversed(roots)
+    ]
     while work:
         container, node, nest = work.pop()
         while node["id"] not in visited:
             visited.add(node["id"])
-            item = container.add(_node_text(node, node["id"] in on_branch, node["id"] == leaf, width))
+            kids = children.get(node["id"], [])
+            text = _node_text(node, node["id"] in on_branch, node["id"] == leaf, width, len(kids))
+            item = container.add(text)
             if nest:
                 container, nest = item, False
-            kids = children.get(node["id"], [])
             if len(kids) == 1:
                 node = kids[0]
                 continue
-            # A branch point: each branch (in file order) nests under its own first entry.
+            main = next((k for k in kids if k["id"] in on_branch), None)
+            if main is None and kids:
+                main = max(reversed(kids), key=lambda k: size.get(k["id"], 1))
+            # Side branches (in file order) nest under the branch point, each under its first entry.
             for kid in reversed(kids):
-                work.append((item, kid, True))
-            break
+                if kid is not main:
+                    work.append((item, kid, True))
+            if main is None:
+                break
+            node = main  # the current (or largest) branch carries on at this level
     stray = [n for n in nodes if n["id"] not in visited]
     if stray:
         cycle = top.add(Text(f"{len(stray)} entries in a parent cycle (not reachable from a root)", "red"))
@@ -312,7 +373,7 @@ def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -
 
 
 async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
-    async with open_source(args, args.session) as source:
+    async with open_source(args, args.session, out) as source:
         info = await source.describe()
         result = await source.tree()
     nodes = result["nodes"]
@@ -344,7 +405,7 @@ async def _estimator_name(source: Source, args: argparse.Namespace) -> tuple[str
 async def cmd_context(args: argparse.Namespace, out: Output) -> int:
     from ..model.tokens import get_estimator  # noqa: PLC0415
 
-    async with open_source(args, args.session) as source:
+    async with open_source(args, args.session, out) as source:
         info = await source.describe()
         context = await source.context(args.leaf)
         name, usage = await _estimator_name(source, args)
@@ -437,7 +498,7 @@ def gauge(percent: float | None, width: int = 30) -> Text:
 
 
 async def cmd_usage(args: argparse.Namespace, out: Output) -> int:
-    async with open_source(args, args.session) as source:
+    async with open_source(args, args.session, out) as source:
         info = await source.describe()
         usage = await source.usage()
     if out.json:

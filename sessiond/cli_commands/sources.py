@@ -1,21 +1,35 @@
 """Where a read command gets a session from: the daemon (a session id) or a file (a path).
 
-Both give the same shapes — the results of ``session/load``, ``tree/get``, ``tree/branch``,
-``context/get`` and ``context/usage`` — so a command renders them one way. A file is only
-read: a Pi file through :meth:`Session.open` with ``read_only`` (a v1/v2 file is migrated in
-memory, never rewritten), a Claude Code transcript through :class:`ClaudeSession`.
+A FILE argument is always read here. A session id is asked of the daemon — except with
+``--no-start`` when no daemon runs: then its file is found in the roots (as the daemon would
+find it) and read here too, so ``show``/``tree``/``context``/``usage``/``ls`` work with no
+daemon at all and never start one. Both give the same shapes — the results of
+``session/load``, ``tree/get``, ``tree/branch``, ``context/get`` and ``context/usage`` — so a
+command renders them one way. A file is only read: a Pi file through :meth:`Session.open` with
+``read_only`` (a v1/v2 file is migrated in memory, never rewritten), a Claude Code transcript
+through :class:`ClaudeSession`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from .base import EXIT_USAGE, CliError, call, daemon_client, load_config, looks_like_file
+from .base import (
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    CliError,
+    Output,
+    call,
+    daemon_client,
+    load_config,
+    looks_like_file,
+)
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
 
@@ -35,13 +49,18 @@ class Source(Protocol):
 class DaemonSource:
     key = "sessionId"
 
-    def __init__(self, client: Any, session_id: str) -> None:
+    def __init__(self, client: Any, session_id: str, out: Output | None = None) -> None:
         self.client = client
         self.session_id = session_id
         self.label = session_id
+        self.out = out
 
     async def describe(self) -> dict[str, Any]:
-        result: dict[str, Any] = await call(self.client, "session/load", {"sessionId": self.session_id})
+        # A huge session takes the daemon a while to index the first time: show that it works.
+        params = {"sessionId": self.session_id, "workDoneToken": f"sessiond-cli-load-{os.getpid()}"}
+        result: dict[str, Any] = await with_progress(
+            self.out, f"Loading {self.session_id}", call(self.client, "session/load", params, timeout=600)
+        )
         return result
 
     async def tree(self) -> dict[str, Any]:
@@ -71,28 +90,50 @@ class FileSource:
     """A session file read in this process, answering as the daemon would."""
 
     key = "file"
+    format: str
+    session: Any
 
-    def __init__(self, path: str, config: Any) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        config: Any,
+        *,
+        session_id: str | None = None,
+        root: Any = None,
+        out: Output | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.config = config
+        self.root = root
+        if session_id is not None:  # found in a root for a session id: answer like the daemon
+            self.key, self.label = "sessionId", session_id
+        else:
+            self.label = str(self.path.absolute())
+        if not self.path.is_file():
+            raise CliError(f"no such file: {path}", EXIT_USAGE)
+        self._out = out
+
+    async def load(self) -> None:
+        """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
         from ..formats import claude_code as cc  # noqa: PLC0415
         from ..store.claude import ClaudeSession  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
 
-        self.path = Path(path).expanduser()
-        self.label = str(self.path.absolute())
-        self.config = config
-        if not self.path.is_file():
-            raise CliError(f"no such file: {path}", EXIT_USAGE)
-        try:
+        def read() -> tuple[str, Any]:
             if cc.is_claude_code_file(self.path):
-                self.format = "claude-code"
-                self.session: Any = ClaudeSession.open(self.path)
-            else:
-                self.format = "pi"
-                self.session = Session.open(self.path, read_only=READ_ONLY_REASON)
+                return "claude-code", ClaudeSession.open(self.path)
+            return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
+
+        try:
+            size = self.path.stat().st_size
+            what = f"Reading {self.path.name} ({size / 1e6:,.1f} MB)"
+            self.format, self.session = await with_progress(
+                self._out, what, asyncio.to_thread(read), at_once=size >= PROGRESS_BYTES
+            )
         except OSError as exc:
-            raise CliError(f"cannot read {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+            raise CliError(f"cannot read {self.path}: {exc.strerror or exc}", EXIT_USAGE) from None
         except (ValueError, KeyError) as exc:
-            raise CliError(f"{path} is not a session: {exc}", EXIT_USAGE) from None
+            raise CliError(f"{self.path} is not a session: {exc}", EXIT_USAGE) from None
 
     def close(self) -> None:
         self.session.close()
@@ -110,7 +151,7 @@ class FileSource:
             "saved": True,
             "diagnostics": s.diagnostics.as_json(),
             "format": self.format,
-            "root": "file",
+            "root": self.root.name if self.root is not None else "file",
             "readOnly": True,
         }
 
@@ -197,15 +238,85 @@ class FileSource:
         return host.usage()
 
 
+PROGRESS_BYTES = 8 * 1024 * 1024
+"""A file at least this big gets its progress bar at once; a smaller one only if it is slow."""
+PROGRESS_DELAY = 0.5
+"""Seconds of work before a progress bar appears (quick work draws nothing)."""
+
+T = TypeVar("T")
+
+
+async def with_progress(
+    out: Output | None, description: str, work: Awaitable[T], *, at_once: bool = False
+) -> T:
+    """Await ``work``; on a terminal, a transient progress bar on stderr while it runs long.
+
+    The bar only appears when stderr is a terminal, so pipes, files and ``--json`` consumers
+    never see it; work that ends within :data:`PROGRESS_DELAY` draws nothing at all.
+    """
+    task = asyncio.ensure_future(work)
+    if out is None or not out.err.is_terminal:
+        return await task
+    if not at_once:
+        done, _ = await asyncio.wait({task}, timeout=PROGRESS_DELAY)
+        if done:
+            return task.result()
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # noqa: PLC0415
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=out.err,
+        transient=True,
+    )
+    with progress:
+        progress.add_task(description, total=None)
+        return await task
+
+
+def catalog(config: Any) -> Any:
+    """The daemon's view of the roots (store, Pi's, Claude Code's), built here to read them directly."""
+    from ..service.catalog import Catalog  # noqa: PLC0415
+    from ..store.listing import ListingCache  # noqa: PLC0415
+
+    return Catalog(config.roots, ListingCache())
+
+
 @contextlib.asynccontextmanager
-async def open_source(args: argparse.Namespace, target: str) -> AsyncIterator[Source]:
-    """A FILE path is read here; anything else is a session id asked of the daemon."""
-    if looks_like_file(target):
-        source = FileSource(os.path.expanduser(target), load_config(args))
+async def daemon_or_none(args: argparse.Namespace, out: Output | None) -> AsyncIterator[Any]:
+    """The daemon's client; ``None`` when ``--no-start`` was given and no daemon runs."""
+    async with contextlib.AsyncExitStack() as stack:
         try:
-            yield source
-        finally:
-            source.close()
-        return
-    async with daemon_client(args) as client:
-        yield DaemonSource(client, target)
+            client = await stack.enter_async_context(daemon_client(args))
+        except CliError as exc:
+            if not (getattr(args, "no_start", False) and exc.code == EXIT_UNREACHABLE):
+                raise
+            if out is not None:
+                out.note("no daemon is running: reading the session files directly")
+            client = None
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def open_source(
+    args: argparse.Namespace, target: str, out: Output | None = None
+) -> AsyncIterator[Source]:
+    """A FILE path is read here; a session id is asked of the daemon (or, with ``--no-start``
+    and no daemon, its file is found in the roots and read here)."""
+    config = load_config(args)
+    if looks_like_file(target):
+        source = FileSource(os.path.expanduser(target), config, out=out)
+    else:
+        async with daemon_or_none(args, out) as client:
+            if client is not None:
+                yield DaemonSource(client, target, out)
+                return
+        root, path = catalog(config).find(target)
+        source = FileSource(path, config, session_id=target, root=root, out=out)
+    await source.load()
+    try:
+        yield source
+    finally:
+        source.close()

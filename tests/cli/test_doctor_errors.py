@@ -45,15 +45,22 @@ def test_doctor_without_a_daemon_and_with_an_open_store(tmp_path: Path) -> None:
     assert not (store / "run").exists()  # doctor starts nothing
 
 
-def test_no_start_without_a_daemon_exits_3(tmp_path: Path) -> None:
+def test_no_start_without_a_daemon_exits_3_where_the_daemon_is_needed(tmp_path: Path) -> None:
     env = isolated_env(tmp_path)
-    for args in (("ls", "--no-start"), ("show", "--no-start", EXAMPLE_ID), ("tail", "--no-start", "x")):
+    needs_daemon = (
+        ("tail", "--no-start", EXAMPLE_ID),
+        ("label", "--no-start", EXAMPLE_ID, "e1", "x"),
+        ("fork", "--no-start", EXAMPLE_ID, "e1"),
+        ("compact", "--no-start", EXAMPLE_ID),
+        ("rewind", "--no-start", "--dry-run", EXAMPLE_ID, "e1"),
+    )
+    for args in needs_daemon:
         r = run_plain(*args, env=env)
         assert r.returncode == 3, (args, r.stderr)
         assert "no daemon is running" in r.stderr and "--no-start" in r.stderr
-    r = run_plain("ls", "--no-start", "--json", env=env)
+    r = run_plain("tail", "--no-start", "--json", EXAMPLE_ID, env=env)
     assert r.returncode == 3 and json.loads(r.stdout)["error"]["exitCode"] == 3
-    assert not (tmp_path / "store" / "daemon.lock").exists()
+    assert not (tmp_path / "store").exists()  # nothing was started or created
 
 
 def test_a_command_starts_the_daemon_when_none_runs(tmp_path: Path) -> None:

@@ -107,14 +107,17 @@ def test_tree_draws_branches_labels_leaf_and_summaries(cli: Cli) -> None:
     assert line["u1000006"].endswith("◀ leaf")
     assert "[jwt-attempt]" in line["a1000003"]
     assert "⟳ compaction" in line["c1000001"] and "↳ branch summary" in line["b1000001"]
-    # a1000002 is a branch point: both branches nest one level below it.
+    # a1000002 is a branch point (⑂2): the abandoned JWT branch hangs below it, nested under its
+    # first entry; the current branch carries on in the same column down to the leaf.
+    assert "⑂2" in line["a1000002"]
     indent = {k: len(v) - len(v.lstrip("│ ├└─")) for k, v in line.items()}
-    assert indent["u1000002"] == indent["b1000001"] > indent["a1000002"]
-    assert indent["a1000003"] > indent["u1000002"]
+    assert indent["u1000002"] > indent["a1000002"] == indent["b1000001"] == indent["u1000006"]
+    assert indent["a1000003"] == indent["l1000001"] > indent["u1000002"]
 
     tree = js(cli.run("tree", "--json", EXAMPLE_ID))
     assert tree["leafId"] == "u1000006" and len(tree["nodes"]) == 20
     assert tree["branchIds"][0] == "m0a1b2c3" and tree["branchIds"][-1] == "u1000006"
+    assert tree_branch_order(r.stdout) == tree["branchIds"]  # the current branch is the first column
     labelled = {n["id"]: n.get("label") for n in tree["nodes"]}
     assert labelled["a1000003"] == "jwt-attempt"
     assert js(cli.run("tree", "--json", str(EXAMPLE)))["nodes"] == tree["nodes"]
@@ -124,6 +127,11 @@ def test_tree_draws_branches_labels_leaf_and_summaries(cli: Cli) -> None:
     assert js(cli.run("tree", "--json", str(CLAUDE_SAMPLE)))["nodes"] == claude["nodes"]
     plain = cli.run("tree", str(CLAUDE_SAMPLE)).stdout
     assert plain.count("◀ leaf") == 1
+
+
+def tree_branch_order(text: str) -> list[str]:
+    """The ids in the tree's first column (what the current branch reads as, top to bottom)."""
+    return [ln[4:].split()[0] for ln in text.splitlines()[1:] if ln[:4] in ("├── ", "└── ")]
 
 
 def test_context_lists_messages_with_token_estimates(cli: Cli) -> None:

@@ -37,6 +37,7 @@ from .sync import SessiondSyncClient, connect_sync
 from .typed import (
     RECONNECTED,
     UNSET,
+    ModelStream,
     Notification,
     NotificationStream,
     SessiondClient,
@@ -56,6 +57,7 @@ __all__ = [
     "EntryNotFound",
     "InvalidParams",
     "LeafMismatch",
+    "ModelStream",
     "NotFound",
     "Notification",
     "NotificationStream",

@@ -9,6 +9,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import anyio
 import orjson
 
 
@@ -142,7 +143,9 @@ class Client:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.CancelledError:
             if not future.done():
-                with contextlib.suppress(Exception):
+                # Shielded: an anyio cancel scope re-cancels every await inside it, and the
+                # daemon must hear of the cancellation or it keeps working (and may write).
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                     await self.notify("$/cancelRequest", {"id": rid})
             raise
         finally:

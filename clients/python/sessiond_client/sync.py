@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
 from pydantic import BaseModel
 
-from sessiond_protocol.notifications import SessionUpdate
+from sessiond_protocol.notifications import LogMessage, Progress, SessionUpdate
 
 from .discovery import DEFAULT_DAEMON_ARGV, START_TIMEOUT
 from .typed import (
@@ -39,6 +39,7 @@ from .typed import (
 )
 
 T = TypeVar("T")
+U = TypeVar("U", bound=BaseModel)
 _DEFAULT: Any = object()
 
 
@@ -98,6 +99,10 @@ class SyncUpdateStream(SyncStream[SessionUpdate]):
     ) -> SessionUpdate:
         """Skip updates until one matches (an update class or a predicate)."""
         return self._owner.run(self.stream.wait_for(match, timeout=timeout), timeout=None)
+
+    def expect(self, kind: type[U], *, timeout: float | None = None) -> U:
+        """Skip updates until one of ``kind`` and return that update (see :meth:`UpdateStream.expect`)."""
+        return self._owner.run(self.stream.expect(kind, timeout=timeout), timeout=None)
 
     def __enter__(self) -> SyncUpdateStream:
         return self
@@ -284,6 +289,14 @@ class SessiondSyncClient:
 
     def notifications(self, *methods: str) -> SyncStream[Notification]:
         return SyncStream(self, self._on_loop(lambda: self.aclient.notifications(*methods)))
+
+    def progress(self, token: str | int | None = None) -> SyncStream[Progress]:
+        """Typed ``$/progress`` (see :meth:`SessiondClient.progress`)."""
+        return SyncStream(self, self._on_loop(lambda: self.aclient.progress(token)))
+
+    def log_messages(self) -> SyncStream[LogMessage]:
+        """Typed ``window/logMessage`` (see :meth:`SessiondClient.log_messages`)."""
+        return SyncStream(self, self._on_loop(self.aclient.log_messages))
 
     def on_summarize(self, fn: Summarizer | None) -> Any:
         """See :meth:`SessiondClient.on_summarize`; pass ``summarizer=`` when connecting instead,

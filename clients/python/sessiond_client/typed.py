@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, Unpack
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -39,6 +39,7 @@ from sessiond_protocol import methods as M
 from sessiond_protocol.models import Durability, Replacement, SessionSummary
 from sessiond_protocol.notifications import (
     LogMessage,
+    Progress,
     ResyncRequired,
     SessionUpdate,
     SummarizeParams,
@@ -99,6 +100,7 @@ ServerRequestHandler = Callable[[Any], Awaitable[Any]]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+U = TypeVar("U", bound=BaseModel)
 
 
 class ClientOptions(TypedDict, total=False):
@@ -272,6 +274,14 @@ class UpdateStream(_Stream[SessionUpdate]):
                 if matches(event):
                     return event
 
+    async def expect(self, kind: type[U], *, timeout: float | None = None) -> U:
+        """Skip updates until one of ``kind`` (``UsageUpdate``, ``CompactionUpdate``, ...) and
+        return that update itself, typed as such (its session is :attr:`session_id`'s)."""
+        event = await self.wait_for(kind, timeout=timeout)
+        update = event.update
+        assert isinstance(update, kind)
+        return update
+
     async def __aenter__(self) -> UpdateStream:
         return self
 
@@ -298,6 +308,38 @@ class NotificationStream(_Stream[Notification]):
         return self.methods is None or note.method in self.methods
 
     async def __aenter__(self) -> NotificationStream:
+        return self
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class ModelStream(_Stream[ModelT]):
+    """The notifications of one method, parsed into its ``sessiond_protocol`` model (those
+    that do not fit the model are skipped and logged), optionally filtered by ``accept``."""
+
+    def __init__(
+        self,
+        owner: SessiondClient,
+        method: str,
+        model: type[ModelT],
+        accept: Callable[[ModelT], bool] | None,
+        maxsize: int,
+    ) -> None:
+        self.method = method
+        self.model = model
+        self._accept = accept
+        super().__init__(owner, maxsize)
+
+    def _offer(self, method: str, parsed: Any) -> None:
+        if (
+            method == self.method
+            and isinstance(parsed, self.model)
+            and (self._accept is None or self._accept(parsed))
+        ):
+            self._push(parsed)
+
+    async def __aenter__(self) -> ModelStream[ModelT]:
         return self
 
 
@@ -788,6 +830,8 @@ class SessiondClient:
         for stream in list(self._streams):
             if isinstance(stream, NotificationStream) and stream._accepts(note):
                 stream._push(note)
+            elif isinstance(stream, ModelStream):
+                stream._offer(method, parsed)
 
     def _dispatch_update(self, event: SessionUpdate) -> None:
         for stream in list(self._streams):
@@ -814,8 +858,36 @@ class SessiondClient:
         return stream
 
     def notifications(self, *methods: str) -> NotificationStream:
-        """Every notification from now on (or only those of ``methods``), e.g. ``$/progress``."""
+        """Every notification from now on (or only those of ``methods``), as :class:`Notification`
+        (``params`` parsed when known). The typed streams below are usually handier."""
         return NotificationStream(self, frozenset(methods) or None, self._queue_size)
+
+    def progress(self, token: str | int | None = None) -> ModelStream[Progress]:
+        """``$/progress`` of requests sent with a ``work_done_token`` (only ``token``'s when
+        given), as :class:`~sessiond_protocol.notifications.Progress`, from now on. Create it
+        before sending the request: ``begin`` may arrive before the answer."""
+
+        def mine(note: Progress) -> bool:
+            return note.token == token
+
+        return ModelStream(self, "$/progress", Progress, None if token is None else mine, self._queue_size)
+
+    def log_messages(self) -> ModelStream[LogMessage]:
+        """``window/logMessage`` from the daemon, as :class:`~sessiond_protocol.notifications.LogMessage`
+        (they are also logged to the ``sessiond_client`` logger)."""
+        return ModelStream(self, "window/logMessage", LogMessage, None, self._queue_size)
+
+    NOTIFICATION_STREAMS: ClassVar[dict[str, str]] = {
+        "session/update": "updates",
+        "$/progress": "progress",
+        "window/logMessage": "log_messages",
+    }
+    """Protocol notification -> the method returning a typed stream of it (checked by the tests
+    against ``sessiond_protocol.NOTIFICATIONS``)."""
+
+    SERVER_REQUEST_HANDLERS: ClassVar[dict[str, str]] = {"compaction/summarize": "on_summarize"}
+    """Server -> client request -> the method registering its typed handler (checked against
+    ``sessiond_protocol.notifications.SERVER_REQUESTS``)."""
 
     # ------------------------------------------------------------------ server requests
 
@@ -1283,6 +1355,7 @@ __all__ = [
     "UNSET",
     "ClientOptions",
     "DaemonUnavailable",
+    "ModelStream",
     "Notification",
     "NotificationStream",
     "SessiondClient",

@@ -82,11 +82,22 @@ async def test_list_subscription_and_progress_notifications(tmp_path: Path) -> N
 
 
 async def _list_and_progress(client: SessiondClient, daemon: Daemon) -> None:
-    async with client.notifications("$/progress") as progress, client.updates() as updates:
+    async with (
+        client.notifications("$/progress") as progress,
+        client.progress("tok-1") as typed,
+        client.progress("other") as others,
+        client.updates() as updates,
+    ):
         await client.session_list(subscribe=True, work_done_token="tok-1")
         begin = await progress.next(timeout=5)
         assert isinstance(begin.params, Progress) and begin.params.token == "tok-1"
         assert begin.params.value.kind == "begin"
+        # The typed stream of that token: Progress models, begin ... end.
+        kinds = [(await typed.next(timeout=5)).value.kind]
+        while kinds[-1] != "end":
+            kinds.append((await typed.next(timeout=5)).value.kind)
+        assert kinds[0] == "begin" and set(kinds) <= {"begin", "report", "end"}
+        assert others.pending() == []
         # Pi writes a session of its own: list subscribers hear of it.
         directory = Path(daemon.env["PI_CODING_AGENT_DIR"]) / "sessions" / "--w--"
         directory.mkdir()

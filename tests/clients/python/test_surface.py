@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,10 @@ from sessiond_client import (
     errors,
 )
 from sessiond_client.discovery import default_store, socket_path, token_path
-from sessiond_client.typed import _camel, build_params, python_name
-from sessiond_protocol import METHODS, ErrorCode
+from sessiond_client.sync import SyncStream
+from sessiond_client.typed import _camel, _Stream, build_params, python_name
+from sessiond_protocol import METHODS, NOTIFICATIONS, ErrorCode
+from sessiond_protocol.notifications import SERVER_REQUESTS, LogMessage
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
@@ -57,6 +60,65 @@ def test_every_method_has_a_typed_method(method: str) -> None:
 
 def test_no_typed_method_without_a_protocol_method() -> None:
     assert set(SessiondClient.METHOD_NAMES) == set(METHODS)
+
+
+def _item_type(stream: Any) -> Any:
+    """What a stream class (or a parametrised ``ModelStream[X]``) yields."""
+    args = typing.get_args(stream)
+    if args:
+        return args[0]
+    for klass in stream.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            if typing.get_origin(base) in (_Stream, SyncStream):
+                return typing.get_args(base)[0]
+    raise AssertionError(f"{stream} is not a stream")
+
+
+def _mentions(hint: Any, model: type) -> bool:
+    if isinstance(hint, list):  # Callable[[params], result]
+        return any(_mentions(arg, model) for arg in hint)
+    return hint is model or any(_mentions(arg, model) for arg in typing.get_args(hint))
+
+
+@pytest.mark.parametrize("method", sorted(NOTIFICATIONS))
+def test_every_notification_has_a_typed_stream(method: str) -> None:
+    name = SessiondClient.NOTIFICATION_STREAMS.get(method)
+    assert name is not None, f"SessiondClient has no typed stream of {method}"
+    # The stream yields the protocol's model of that notification (session/update: SessionUpdate,
+    # whose ``update`` is the discriminated union of every update kind).
+    returned = typing.get_type_hints(getattr(SessiondClient, name))["return"]
+    assert _item_type(returned) is NOTIFICATIONS[method], method
+    twin = typing.get_type_hints(getattr(SessiondSyncClient, name))["return"]
+    assert _item_type(twin) is NOTIFICATIONS[method], f"the sync client's {name}"
+
+
+def test_no_typed_stream_without_a_protocol_notification() -> None:
+    assert set(SessiondClient.NOTIFICATION_STREAMS) == set(NOTIFICATIONS)
+    assert set(SessiondClient.SERVER_REQUEST_HANDLERS) == set(SERVER_REQUESTS)
+
+
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
+def test_every_server_request_has_a_typed_handler(method: str) -> None:
+    name = SessiondClient.SERVER_REQUEST_HANDLERS.get(method)
+    assert name is not None, f"SessiondClient cannot register a handler for {method}"
+    params_model, result_model = SERVER_REQUESTS[method]
+    handler_hint = typing.get_type_hints(getattr(SessiondClient, name))["fn"]
+    assert _mentions(handler_hint, params_model) and _mentions(handler_hint, result_model), method
+
+
+@pytest.mark.anyio
+async def test_model_streams_yield_parsed_notifications_and_filter() -> None:
+    # The daemon sends no window/logMessage in any situation a test can provoke, so this feeds
+    # the dispatcher directly: parsing, filtering by token, skipping what does not fit.
+    c = SessiondClient.unix(socket="/nonexistent/sessiond.sock", start=False)
+    logs, mine, every = c.log_messages(), c.progress("t1"), c.progress()
+    c._dispatch("window/logMessage", {"type": 2, "message": "disk almost full"})
+    c._dispatch("window/logMessage", {"kind": "not a log message"})
+    c._dispatch("$/progress", {"token": "t2", "value": {"kind": "begin", "title": "Loading"}})
+    c._dispatch("$/progress", {"token": "t1", "value": {"kind": "end"}})
+    assert logs.pending() == [LogMessage(type=2, message="disk almost full")]
+    assert [p.token for p in mine.pending()] == ["t1"]
+    assert [(p.token, p.value.kind) for p in every.pending()] == [("t2", "begin"), ("t1", "end")]
 
 
 def test_python_names() -> None:

@@ -3,14 +3,17 @@
 // context-usage status line (usage_update) and a "rewind files" action (fileHistory/rewind,
 // dry run then real).
 //
-//   node dist/editor.js [--socket PATH] [--workspace DIR] [--json]
+//   node dist/editor.js [--stdio] [--socket PATH] [--workspace DIR] [--json]
 //       demo: a simulated agent (a second connection) edits WORKSPACE/hello.txt over two
 //       prompts while the editor watches, then the editor rewinds to before the second prompt.
-//   node dist/editor.js [--socket PATH] --session ID [--rewind MESSAGE_ID] [--json]
+//   node dist/editor.js [--stdio] [--socket PATH] --session ID [--rewind MESSAGE_ID] [--json]
 //       an existing session: show its tree and usage (and rewind its files to a checkpoint).
 //
-// --socket defaults to the daemon's own choice (defaultSocketPath()); --json prints a JSON
-// summary as the last line (the CI test reads it).
+// --stdio connects the way an editor extension should: it spawns `sessiond connect` (the
+// program given by --sessiond, default `sessiond` on PATH), which starts the daemon if none
+// runs; without it the example connects to the socket of a running daemon. --socket defaults
+// to the daemon's own choice (defaultSocketPath()). --json prints a JSON summary as the last
+// line (the CI test reads it).
 
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import {
   connectSocket,
+  connectStdio,
   defaultSocketPath,
   SessiondError,
   type FileCheckpoint,
@@ -35,6 +39,8 @@ const { values: opts } = parseArgs({
     workspace: { type: "string" },
     session: { type: "string" },
     rewind: { type: "string" },
+    stdio: { type: "boolean", default: false },
+    sessiond: { type: "string", default: "sessiond" },
     json: { type: "boolean", default: false },
   },
 });
@@ -97,7 +103,7 @@ export function renderTree(tree: TreeResult, hide: (node: TreeNode) => boolean =
 // ---- status line ----------------------------------------------------------------------
 
 function tokens(n: number): string {
-  return n < 1000 ? String(n) : `${(n / 1000).toFixed(n % 1000 === 0 ? 0 : 1)}k`;
+  return n < 1000 ? String(n) : `${Number((n / 1000).toFixed(1))}k`; // 12000 and 12005 -> 12k, 12345 -> 12.3k
 }
 
 /** `ctx 24% · 48k/200k (api)`, from `context/usage` or a `usage_update`. */
@@ -179,11 +185,17 @@ async function agentTurn(agent: SessiondClient, sessionId: string, workspace: st
 
 // ---- main -----------------------------------------------------------------------------
 
+/** Both connections of the demo go the same way: a `sessiond connect` bridge each, or the socket. */
+function connect(socket: string): Promise<SessiondClient> {
+  if (!opts.stdio) return connectSocket(socket);
+  return connectStdio({ command: [opts.sessiond, "connect"], socket });
+}
+
 async function main(): Promise<void> {
   const socket = opts.socket ?? defaultSocketPath();
-  const editor = await connectSocket(socket);
+  const editor = await connect(socket);
   await editor.initialize({ clientInfo: { name: "editor-example", version: "1.0" } });
-  const summary: Record<string, unknown> = { socket };
+  const summary: Record<string, unknown> = { socket, transport: editor.description };
   const status: string[] = [];
   try {
     let sessionId = opts.session;
@@ -192,7 +204,7 @@ async function main(): Promise<void> {
     if (sessionId === undefined) {
       workspace = opts.workspace ?? mkdtempSync(join(tmpdir(), "sessiond-editor-"));
       writeFileSync(join(workspace, "hello.txt"), "hello v0\n");
-      agent = await connectSocket(socket);
+      agent = await connect(socket);
       await agent.initialize({ clientInfo: { name: "demo-agent" } });
       sessionId = (await agent.session.new({ cwd: workspace })).sessionId;
       say(`agent: session ${sessionId} in ${workspace}`);

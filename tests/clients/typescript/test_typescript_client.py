@@ -302,6 +302,9 @@ def test_socket_discovery_agrees_with_the_daemon(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the editor example
 
 
+SESSIOND = Path(sys.executable).with_name("sessiond")  # the console script next to this Python
+
+
 def run_editor(d: Daemon, *args: str) -> dict[str, Any]:
     assert NODE is not None
     proc = subprocess.run(
@@ -328,7 +331,10 @@ def test_editor_example(tmp_path: Path) -> None:
     ws.mkdir()
     d = start_daemon(tmp_path)
     try:
-        demo = run_editor(d, "--workspace", str(ws))
+        # as an editor extension connects: through `sessiond connect` bridges (to this daemon)
+        assert SESSIOND.exists(), f"no sessiond console script at {SESSIOND}"
+        demo = run_editor(d, "--stdio", "--sessiond", str(SESSIOND), "--workspace", str(ws))
+        assert demo["transport"] == f"stdio:{SESSIOND} connect --socket {d.socket}"
         sid = demo["sessionId"]
         # the status line followed usage_update: the agent's two answers (12k then 48k of 200k)
         status = demo["status"]
@@ -353,7 +359,8 @@ def test_editor_example(tmp_path: Path) -> None:
         assert "[files] rewind of hello.txt announced to subscribers" in demo["output"]
 
         # the same example on the existing session: the tree, the usage, and undoing that rewind
-        again = run_editor(d, "--session", sid, "--rewind", done["undoId"])
+        again = run_editor(d, "--session", sid, "--rewind", done["undoId"])  # over the socket
+        assert again["transport"] == f"unix:{d.socket}"
         assert set(again["status"]) == {"ctx 24% · 48k/200k (api)"}
         assert again["tree"][:4] == demo["tree"][:4]  # the leaf moved onto a (hidden) snapshot entry
         assert re.fullmatch(r"\(\d+ extension entries hidden\)", again["tree"][4])

@@ -138,7 +138,7 @@ async def session_configure(conn: Connection, params: dict[str, Any]) -> Any:
 
 
 async def tree_get(conn: Connection, params: dict[str, Any]) -> Any:
-    p = M.SessionRef.model_validate(params)
+    p = M.TreeParams.model_validate(params)  # the schema's (a wrong workDoneToken is refused)
     return await conn.service.tree(conn, p.sessionId)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compaction import micro
 from ..compaction.policy import timestamp_ms
-from ..errors import InvalidArgumentError
+from ..errors import EntryNotFoundError
 from ..model.js import get
 from ..model.tokens import TokenEstimator
 from ..store.journal import Durability
@@ -89,7 +89,9 @@ async def snip(
     session = host.session
     for name, entry_id in (("fromEntryId", from_id), ("toEntryId", to_id)):
         if entry_id not in session.tree:
-            raise InvalidArgumentError(f"Entry {entry_id} not found", field=name, entryId=entry_id)
+            missing = EntryNotFoundError(entry_id)  # -32011, as documented (was -32602)
+            missing.data["field"] = name
+            raise missing
     hidden = micro.plan_snip(session.current_branch(), session.context(), from_id, to_id)
     written: list[str] = []
     if hidden and not dry_run:

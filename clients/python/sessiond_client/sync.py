@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
 
 from pydantic import BaseModel
 
@@ -39,6 +40,8 @@ from .typed import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 U = TypeVar("U", bound=BaseModel)
 _DEFAULT: Any = object()
 
@@ -106,6 +109,38 @@ class SyncUpdateStream(SyncStream[SessionUpdate]):
 
     def __enter__(self) -> SyncUpdateStream:
         return self
+
+
+class _Blocking(Generic[P, R]):
+    """A blocking twin of an async :class:`SessiondClient` method: same parameters (for the
+    type checker too, through the ``ParamSpec``), same result, run with :meth:`SessiondSyncClient.run`."""
+
+    def __init__(self, method: Callable[Concatenate[SessiondClient, P], Coroutine[Any, Any, R]]) -> None:
+        self.method = method
+        self.__name__ = self.__qualname__ = method.__name__
+        self.__doc__ = method.__doc__
+        self.__signature__ = inspect.signature(method)
+        parameters = list(self.__signature__.parameters.values())[1:]  # without the client
+        self._bound_signature = self.__signature__.replace(parameters=parameters)
+
+    @overload
+    def __get__(self, client: None, owner: type) -> _Blocking[P, R]: ...
+    @overload
+    def __get__(self, client: SessiondSyncClient, owner: type) -> Callable[P, R]: ...
+    def __get__(self, client: SessiondSyncClient | None, owner: type) -> _Blocking[P, R] | Callable[P, R]:
+        if client is None:
+            return self
+        method = self.method
+
+        @functools.wraps(self.method)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return client.run(method(client.aclient, *args, **kwargs))
+
+        call.__signature__ = self._bound_signature  # type: ignore[attr-defined]
+        return call
+
+    def __call__(self, client: SessiondSyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return client.run(self.method(client.aclient, *args, **kwargs))
 
 
 class SessiondSyncClient:
@@ -324,32 +359,47 @@ class SessiondSyncClient:
             with contextlib.suppress(Exception):
                 self.run(pages.aclose(), timeout=5)
 
-    if TYPE_CHECKING:
-        # Every typed method of SessiondClient, made blocking below.
-        def __getattr__(self, name: str) -> Any: ...
+    # ------------------------------------------------------------------ the typed methods
+    # One per protocol method, as in SessiondClient (a test checks that none is missing and
+    # that the signatures are the same); the type checker sees their parameters and results.
 
-
-def _blocking(name: str) -> Callable[..., Any]:
-    original = getattr(SessiondClient, name)
-
-    def method(self: SessiondSyncClient, *args: Any, **kwargs: Any) -> Any:
-        return self.run(getattr(self.aclient, name)(*args, **kwargs))
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = original.__doc__
-    method.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
-    return method
-
-
-SYNC_METHODS: tuple[str, ...] = (
-    *SessiondClient.METHOD_NAMES.values(),
-    "append",
-    "context",
-    "request",
-    "notify",
-)
-for _name in SYNC_METHODS:
-    setattr(SessiondSyncClient, _name, _blocking(_name))
+    initialize = _Blocking(SessiondClient.initialize)
+    shutdown = _Blocking(SessiondClient.shutdown)
+    session_new = _Blocking(SessiondClient.session_new)
+    session_load = _Blocking(SessiondClient.session_load)
+    session_list = _Blocking(SessiondClient.session_list)
+    session_close = _Blocking(SessiondClient.session_close)
+    session_delete = _Blocking(SessiondClient.session_delete)
+    session_subscribe = _Blocking(SessiondClient.session_subscribe)
+    session_unsubscribe = _Blocking(SessiondClient.session_unsubscribe)
+    session_append = _Blocking(SessiondClient.session_append)
+    session_entries = _Blocking(SessiondClient.session_entries)
+    session_set_name = _Blocking(SessiondClient.session_set_name)
+    session_fork = _Blocking(SessiondClient.session_fork)
+    session_configure = _Blocking(SessiondClient.session_configure)
+    tree_get = _Blocking(SessiondClient.tree_get)
+    tree_branch = _Blocking(SessiondClient.tree_branch)
+    tree_navigate = _Blocking(SessiondClient.tree_navigate)
+    tree_label = _Blocking(SessiondClient.tree_label)
+    context_get = _Blocking(SessiondClient.context_get)
+    context_usage = _Blocking(SessiondClient.context_usage)
+    context_edit = _Blocking(SessiondClient.context_edit)
+    compaction_prepare = _Blocking(SessiondClient.compaction_prepare)
+    compaction_commit = _Blocking(SessiondClient.compaction_commit)
+    compaction_run = _Blocking(SessiondClient.compaction_run)
+    compaction_cancel = _Blocking(SessiondClient.compaction_cancel)
+    compaction_microcompact = _Blocking(SessiondClient.compaction_microcompact)
+    compaction_snip = _Blocking(SessiondClient.compaction_snip)
+    compaction_settings = _Blocking(SessiondClient.compaction_settings)
+    file_history_track = _Blocking(SessiondClient.file_history_track)
+    file_history_checkpoint = _Blocking(SessiondClient.file_history_checkpoint)
+    file_history_list = _Blocking(SessiondClient.file_history_list)
+    file_history_diff = _Blocking(SessiondClient.file_history_diff)
+    file_history_rewind = _Blocking(SessiondClient.file_history_rewind)
+    append = _Blocking(SessiondClient.append)
+    context = _Blocking(SessiondClient.context)
+    request = _Blocking(SessiondClient.request)
+    notify = _Blocking(SessiondClient.notify)
 
 
 def connect_sync(

@@ -56,6 +56,8 @@ def test_every_method_has_a_typed_method(method: str) -> None:
     # And the blocking twin has it too, with the same signature.
     twin = getattr(SessiondSyncClient, name)
     assert inspect.signature(twin) == inspect.signature(fn)
+    # ...declared in its class body, so type checkers see its parameters and result too.
+    assert vars(SessiondSyncClient)[name].method is fn
 
 
 def test_no_typed_method_without_a_protocol_method() -> None:

@@ -1,7 +1,8 @@
 """docs/python-client.md is correct: its examples run against a real daemon, its table is the code's.
 
-* the first ```python block is a whole program: it runs in a subprocess against the store's
-  daemon (found the way the client finds it) and must print what the page says;
+* ```python blocks that connect by themselves (the complete example first, the blocking one)
+  are programs: each runs in a subprocess against the daemon of a fresh store (found the way
+  the client finds it) and must print what the page says;
 * every other ```python block runs inside ``async def`` with ``c`` (a connected client whose
   summarizer never answers, like a slow model) and ``sid`` (a session with a few turns);
 * ```py blocks (they need a model, another daemon, ...) must at least compile;
@@ -52,12 +53,23 @@ def blocks(language: str) -> list[tuple[int, str]]:
     return found
 
 
+def is_program(code: str) -> bool:
+    """Blocks that connect by themselves run as programs; the others are fragments."""
+    return "SessiondClient.connect(" in code or "connect_sync(" in code
+
+
+PROGRAMS = [block for block in blocks("python") if is_program(block[1])]
+FRAGMENTS = [block for block in blocks("python") if not is_program(block[1])]
+
+
 def test_the_page_has_the_examples_it_promises() -> None:
-    assert len(blocks("python")) >= 5 and len(blocks("py")) >= 4
+    assert len(PROGRAMS) == 2 and len(FRAGMENTS) >= 4 and len(blocks("py")) >= 3
+    assert blocks("python")[0] == PROGRAMS[0]  # the complete example comes first
 
 
-def test_the_complete_example_runs_against_the_running_daemon(tmp_path: Path) -> None:
-    _, program = blocks("python")[0]
+def run_program(tmp_path: Path, program: str) -> tuple[list[str], Path]:
+    """Run ``program`` against the daemon of a fresh store (started the way ``connect()``
+    starts one, so the program finds it where it looks); its output lines and the store."""
     (tmp_path / "example.py").write_text(program)
     store = tmp_path / "store"
     env = daemon_env(tmp_path)
@@ -65,7 +77,7 @@ def test_the_complete_example_runs_against_the_running_daemon(tmp_path: Path) ->
     env.pop("XDG_RUNTIME_DIR", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "protocol"), str(ROOT / "clients" / "python")])
     socket = socket_path(store, env)
-    daemon = start_daemon(store, socket, env=env)  # what connect() does when none runs
+    daemon = start_daemon(store, socket, env=env)
     try:
         for _ in range(500):
             if socket.exists() or daemon.poll() is not None:
@@ -85,7 +97,15 @@ def test_the_complete_example_runs_against_the_running_daemon(tmp_path: Path) ->
     finally:
         daemon.send_signal(signal.SIGTERM)
         code = daemon.wait(timeout=15)
-    out = run.stdout.splitlines()
+    log = (store / "daemon.log").read_text()
+    assert code == 0 and "Traceback" not in log, log
+    # It used that daemon (none was started beside it): one "listening" in the log.
+    assert log.count("listening on") == 1, log
+    return run.stdout.splitlines(), store
+
+
+def test_the_complete_example_runs_against_the_running_daemon(tmp_path: Path) -> None:
+    out, store = run_program(tmp_path, PROGRAMS[0][1])
     assert re.fullmatch(r"appended \['\S+'\]", out[0]), out
     assert re.fullmatch(r"context: 4000 of \d+ tokens \(api\)", out[1]), out
     assert out[2] == "the model sees 8 messages", out
@@ -94,10 +114,17 @@ def test_the_complete_example_runs_against_the_running_daemon(tmp_path: Path) ->
     assert compacted is not None and int(compacted[2]) < int(compacted[1]), out
     assert re.fullmatch(r"compaction \S+ in_progress", out[5]), out
     assert len(out) == 6, out
-    assert code == 0 and "Traceback" not in (store / "daemon.log").read_text()
-    # It really went through that daemon: the session and its compaction are in the store.
+    # The session and its compaction are in the store.
     files = list((store / "sessions").rglob("*.jsonl"))
     assert len(files) == 1 and '"type":"compaction"' in files[0].read_text()
+
+
+def test_the_blocking_example_runs_against_the_running_daemon(tmp_path: Path) -> None:
+    out, store = run_program(tmp_path, PROGRAMS[1][1])
+    assert re.fullmatch(r"appended \['\S+'\]", out[0]), out
+    assert re.fullmatch(r"\S+ greetings 1", out[1]) and len(out) == 2, out
+    (file,) = (store / "sessions").rglob("*.jsonl")
+    assert '"name":"greetings"' in file.read_text()
 
 
 class Thinking:
@@ -116,9 +143,7 @@ class Thinking:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(
-    ("line", "code"), blocks("python")[1:], ids=lambda v: f"line{v}" if isinstance(v, int) else ""
-)
+@pytest.mark.parametrize(("line", "code"), FRAGMENTS, ids=lambda v: f"line{v}" if isinstance(v, int) else "")
 async def test_each_fragment_runs(daemon: Daemon, line: int, code: str) -> None:
     model = Thinking()
     c = await SessiondClient.connect(socket=daemon.socket, start=False, summarizer=model)

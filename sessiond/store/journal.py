@@ -305,3 +305,9 @@ class Journal:
     def fstat(self) -> os.stat_result:
         """The open file's status (its inode is the one this journal writes to)."""
         return os.fstat(self._fd)
+
+
+if os.environ.get("SESSIOND_FAULTS"):  # test-only fault injection, see faults.py; inert otherwise
+    from .faults import install_from_env
+
+    install_from_env(globals())

@@ -925,22 +925,44 @@ def window_stats(
     return out
 
 
-def rss_verdict(rows: list[dict[str, Any]], growth: float, slack_mib: float) -> dict[str, Any]:
-    """Flat: the last window's median RSS within ``growth`` x + ``slack`` of the second window's."""
-    with_rss = [r for r in rows if "rssMiB" in r]
-    if len(with_rss) < 3:
+def rss_verdict(
+    samples: list[dict[str, float]], t0: float, epoch: float, epochs: int, growth: float, slack_mib: float
+) -> dict[str, Any]:
+    """Flat: the median RSS of the last epoch within ``growth`` x + ``slack`` of the second epoch's.
+
+    Whole epochs are compared because memory follows the sessions: it climbs while an epoch's
+    sessions grow and is reused by the next epoch's, so two windows at different points of an
+    epoch differ for no fault of the daemon. The first epoch is warm-up (imports done, caches,
+    allocator arenas and the first sessions' peak). The slope over everything after warm-up is
+    reported too (least squares, MiB per minute).
+    """
+
+    def median_of(k: int) -> float | None:
+        lo, hi = t0 + k * epoch, t0 + (k + 1) * epoch
+        xs = [s["VmRSS"] / 1024 for s in samples if lo <= s["t"] < hi]
+        return statistics.median(xs) if xs else None
+
+    if epochs < 3:
+        return {"ok": False, "reason": "needs at least 3 epochs (warm-up, baseline, last)"}
+    warm = median_of(1)
+    last = median_of(epochs - 1)
+    if warm is None or last is None:
         return {"ok": False, "reason": "too few RSS samples"}
-    warm = with_rss[1]["rssMiB"]
-    last = with_rss[-1]["rssMiB"]
     limit = warm * (1 + growth) + slack_mib
+    after = [(s["t"] - t0, s["VmRSS"] / 1024) for s in samples if s["t"] >= t0 + epoch]
+    slope = float("nan")
+    if len(after) > 2:
+        slope = statistics.linear_regression([t for t, _ in after], [r for _, r in after]).slope * 60
     return {
         "ok": last <= limit,
         "afterWarmupMiB": warm,
         "lastMiB": last,
         "limitMiB": limit,
         "growthPct": 100 * (last - warm) / warm,
-        "peakMiB": max(r["rssMaxMiB"] for r in with_rss),
-        "rule": f"last-window median <= second-window median x {1 + growth:.2f} + {slack_mib:g} MiB",
+        "peakMiB": max(s["VmRSS"] for s in samples) / 1024,
+        "slopeMiBPerMin": slope,
+        "rule": f"median of the last epoch <= median of the second epoch x {1 + growth:.2f}"
+        f" + {slack_mib:g} MiB",
     }
 
 
@@ -1103,7 +1125,7 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
         log_text = log.read_text(errors="replace")
         report["daemonLogTracebacks"] = log_text.count("Traceback")
         report["windows"] = window_stats(results, sampler.samples, t0, window, windows)
-        report["rss"] = rss_verdict(report["windows"], args.rss_growth, args.rss_slack)
+        report["rss"] = rss_verdict(sampler.samples, t0, epoch, args.epochs, args.rss_growth, args.rss_slack)
         fds = [r["fds"] for r in report["windows"] if "fds" in r]
         report["fds"] = {"afterWarmup": fds[1] if len(fds) > 1 else None, "last": fds[-1] if fds else None}
         report["totals"] = totals(results, duration)
@@ -1245,8 +1267,10 @@ def print_report(report: dict[str, Any]) -> None:
     rss = report["rss"]
     if "lastMiB" in rss:
         print(
-            f"RSS: after warm-up {rss['afterWarmupMiB']:.1f} MiB, last window {rss['lastMiB']:.1f} MiB "
-            f"({rss['growthPct']:+.1f}%), peak {rss['peakMiB']:.1f} MiB, limit {rss['limitMiB']:.1f} MiB"
+            f"RSS (epoch medians): after warm-up {rss['afterWarmupMiB']:.1f} MiB, "
+            f"last epoch {rss['lastMiB']:.1f} MiB "
+            f"({rss['growthPct']:+.1f}%), peak {rss['peakMiB']:.1f} MiB, limit {rss['limitMiB']:.1f} MiB, "
+            f"slope after warm-up {rss['slopeMiBPerMin']:+.2f} MiB/min"
         )
     print(f"fds: after warm-up {report['fds']['afterWarmup']}, last window {report['fds']['last']}")
     v = report["verify"]

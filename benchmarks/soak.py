@@ -1241,12 +1241,16 @@ def print_report(report: dict[str, Any]) -> None:
     head = f"{'window':>11} {'RSS MiB':>8} {'CPU%':>5} {'fds':>4} {'app/s':>6}"
     print(
         head
-        + "".join(f"  {op + ' p50/p99/max ms':>32}" for op in ops if op.startswith(("append", "context/get")))
+        + "".join(
+            f"  {op + ' p50/p99/max ms':>32}"
+            for op in ops
+            if op.startswith(("append", "context/get", "compaction/run"))
+        )
     )
     for r in report["windows"]:
         cells = ""
         for op in ops:
-            if not op.startswith(("append", "context/get")):
+            if not op.startswith(("append", "context/get", "compaction/run")):
                 continue
             s = r["ops"].get(op)
             cell = f"{s['p50Ms']:.1f}/{s['p99Ms']:.1f}/{s['maxMs']:.0f}" if s else "-"
@@ -1312,6 +1316,7 @@ def main() -> int:
     ap.add_argument("--tmp", type=Path, default=None, help="scratch parent (default benchmarks/out)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch store even on success")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--render", type=Path, default=None, help="print the report of a saved --json run")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--external-writer", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -1321,6 +1326,10 @@ def main() -> int:
     if args.external_writer:
         external_main()
         return 0
+    if args.render is not None:
+        saved = json.loads(args.render.read_text())
+        print_report(saved)
+        return 0 if saved["ok"] else 1
     args.procs = max(1, min(args.procs, args.clients))
     report = orchestrate(args)
     if args.json:

@@ -40,9 +40,25 @@ _TOOL_KEYS = (
 )
 
 
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """Text from a session made safe for a terminal.
+
+    Tool output in transcripts is full of terminal escapes (colours, cursor moves, hidden
+    cursors) and could hold hostile ones (a title change, an OSC 8 link): printed raw they
+    would repaint the user's terminal. Escape sequences are dropped and any other control
+    character shows as U+FFFD; newlines and tabs stay. ``--json`` output keeps the text as
+    stored (JSON escapes it).
+    """
+    return _CONTROL.sub("\ufffd", _ANSI.sub("", text))
+
+
 def one_line(text: str, limit: int = 100) -> str:
-    """Whitespace collapsed, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(str(text).split())
+    """Whitespace collapsed, control characters made safe, cut to ``limit`` characters."""
+    flat = " ".join(clean(str(text)).split())
     return flat if len(flat) <= limit else flat[: max(1, limit - 1)] + "…"
 
 
@@ -291,9 +307,13 @@ def entry_blocks(entry: Any, opts: ShowOptions) -> list[Block]:
     return [Block("note", what, "dim", entry_id=eid)]
 
 
+def _cleaned(b: Block) -> Block:
+    return Block(b.kind, clean(b.title), b.style, clean(b.body), clean(b.entry_id))
+
+
 def markdown_document(heading: str, meta: Iterable[str], blocks: list[Block]) -> str:
-    out = [f"# {heading}", "", " · ".join(meta), ""]
-    for b in blocks:
+    out = [f"# {clean(heading)}", "", clean(" · ".join(meta)), ""]
+    for b in map(_cleaned, blocks):
         if b.kind == "note":
             out += [f"_{b.title}_" + (f" · `{b.entry_id}`" if b.entry_id else ""), ""]
         elif b.kind == "summary":
@@ -314,8 +334,12 @@ def rich_blocks(heading: str, meta: Iterable[str], blocks: list[Block]) -> list[
     from rich.markdown import Markdown  # noqa: PLC0415 (markdown-it: only for a terminal)
     from rich.panel import Panel  # noqa: PLC0415
 
-    out: list[RenderableType] = [Text(heading, style="bold"), Text(" · ".join(meta), style="dim"), Text("")]
-    for b in blocks:
+    out: list[RenderableType] = [
+        Text(clean(heading), style="bold"),
+        Text(clean(" · ".join(meta)), style="dim"),
+        Text(""),
+    ]
+    for b in map(_cleaned, blocks):
         if b.kind == "note":
             out.append(Text(f"  · {b.title}" + (f"  {b.entry_id}" if b.entry_id else ""), style="dim italic"))
         elif b.kind == "summary":

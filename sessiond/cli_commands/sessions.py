@@ -287,7 +287,7 @@ def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int,
             text.append(": " if t in ("message", "compaction", "branch_summary", "custom") else " ")
             text.append(preview, style="" if on_branch else "dim")
     if node.get("label"):
-        text.append(f" [{node['label']}]", style="bold yellow")
+        text.append(f" [{one_line(str(node['label']), 80)}]", style="bold yellow")
     if branches > 1:
         text.append(f" ⑂{branches}", style="bold blue")
     if is_leaf:
@@ -315,7 +315,9 @@ def _subtree_sizes(
     return size
 
 
-def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -> Tree:
+def build_tree(
+    title: str, nodes: list[dict[str, Any]], leaf: Any, width: int, branch: list[str] | None = None
+) -> Tree:
     """Draw the tree so that the current branch reads straight down.
 
     A straight run of entries stays at one level. At a branch point (marked ``⑂N``) the
@@ -324,6 +326,11 @@ def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -
     session branched (Claude Code branches at every parallel tool call), the path to the leaf
     is one column and only side branches indent. Inside a side branch (or with no leaf) its
     largest sub-branch carries on the same way.
+
+    ``branch`` is the session's own branch (what ``show`` prints), highlighted; it defaults to
+    the parentId path to the leaf. The two differ for Claude Code, whose resume rule also takes
+    parallel tool results that hang off an earlier assistant record — those stay where their
+    parentId puts them, highlighted.
     """
     ids = {n["id"] for n in nodes}
     children: dict[Any, list[dict[str, Any]]] = {}
@@ -334,13 +341,14 @@ def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -
             roots.append(n)
         else:
             children.setdefault(parent, []).append(n)
-    on_branch = set(branch_ids(nodes, leaf))
+    path = set(branch_ids(nodes, leaf))
+    on_branch = path if branch is None else set(branch)
     size = _subtree_sizes(nodes, children, roots)
     top = Tree(Text(title, style="bold"), guide_style="dim")
     visited: set[Any] = set()
     # Work items: (container, first node of a run, whether the run nests under its first node).
     work: list[tuple[Tree, dict[str, Any], bool]] = [
-        (top, r, len(roots) > 1 and r["id"] not in on_branch) for r in reversed(roots)
+        (top, r, len(roots) > 1 and r["id"] not in path) for r in reversed(roots)
     ]
     while work:
         container, node, nest = work.pop()
@@ -354,7 +362,7 @@ def build_tree(title: str, nodes: list[dict[str, Any]], leaf: Any, width: int) -
             if len(kids) == 1:
                 node = kids[0]
                 continue
-            main = next((k for k in kids if k["id"] in on_branch), None)
+            main = next((k for k in kids if k["id"] in path), None)
             if main is None and kids:
                 main = max(reversed(kids), key=lambda k: size.get(k["id"], 1))
             # Side branches (in file order) nest under the branch point, each under its first entry.
@@ -376,6 +384,7 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
     async with open_source(args, args.session, out) as source:
         info = await source.describe()
         result = await source.tree()
+        branch = (await source.branch(None, full=False))["entryIds"]
     nodes = result["nodes"]
     leaf = result.get("leafId")
     if out.json:
@@ -384,13 +393,13 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
                 source.key: source.label,
                 "sessionId": info["sessionId"],
                 "leafId": leaf,
-                "branchIds": branch_ids(nodes, leaf),
+                "branchIds": branch,
                 "nodes": nodes,
             }
         )
         return EXIT_OK
-    title = f"{info.get('name') or info['sessionId']}  ({len(nodes)} entries)"
-    out.show(build_tree(title, nodes, leaf, args.width))
+    title = f"{one_line(str(info.get('name') or info['sessionId']), 200)}  ({len(nodes)} entries)"
+    out.show(build_tree(title, nodes, leaf, args.width, branch))
     return EXIT_OK
 
 

@@ -41,7 +41,7 @@ class Source(Protocol):
 
     async def describe(self) -> dict[str, Any]: ...
     async def tree(self) -> dict[str, Any]: ...
-    async def branch(self, entry_id: str | None) -> dict[str, Any]: ...
+    async def branch(self, entry_id: str | None, *, full: bool = True) -> dict[str, Any]: ...
     async def context(self, leaf_id: str | None) -> dict[str, Any]: ...
     async def usage(self) -> dict[str, Any]: ...
 
@@ -67,8 +67,8 @@ class DaemonSource:
         result: dict[str, Any] = await call(self.client, "tree/get", {"sessionId": self.session_id})
         return result
 
-    async def branch(self, entry_id: str | None) -> dict[str, Any]:
-        params: dict[str, Any] = {"sessionId": self.session_id, "full": True}
+    async def branch(self, entry_id: str | None, *, full: bool = True) -> dict[str, Any]:
+        params: dict[str, Any] = {"sessionId": self.session_id, "full": full}
         if entry_id is not None:
             params["entryId"] = entry_id
         result: dict[str, Any] = await call(self.client, "tree/branch", params)
@@ -191,7 +191,7 @@ class FileSource:
         if entry_id not in self.session.tree:
             raise EntryNotFoundError(entry_id)
 
-    async def branch(self, entry_id: str | None) -> dict[str, Any]:
+    async def branch(self, entry_id: str | None, *, full: bool = True) -> dict[str, Any]:
         from ..model.js import UNDEFINED  # noqa: PLC0415
 
         if entry_id is not None:

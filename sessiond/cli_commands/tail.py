@@ -85,10 +85,10 @@ def update_line(update: dict[str, Any]) -> Text | None:
     elif kind == "label_update":
         label = update.get("label")
         target = update.get("entryId")
-        text = f"label {label!r} on {target}" if label else f"label cleared on {target}"
+        text = f"label {one_line(str(label), 200)!r} on {target}" if label else f"label cleared on {target}"
         line.append("· " + text, style="yellow")
     elif kind == "session_info_update":
-        line.append(f"· named {update.get('title')!r}", style="dim")
+        line.append(f"· named {one_line(str(update.get('title')), 200)!r}", style="dim")
     elif kind == "file_history_update":
         paths = ", ".join(update.get("paths") or [])
         line.append(f"· file history {update.get('event')} {paths}".rstrip(), style="dim")

@@ -47,6 +47,9 @@ def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
     begin_initialize(conn, params)
 
 
+_REFUSALS = frozenset({ErrorCode.PATH_OUTSIDE_STORE, ErrorCode.PATH_REFUSED, ErrorCode.READ_ONLY})
+"""Errors that refuse access (not mere mistakes): logged as warnings, with the peer."""
+
 _ids = itertools.count(1)
 _server_request_ids = itertools.count(1)
 
@@ -139,12 +142,20 @@ class Connection:
         peer: str = "",
         auth_token: str | None = None,
         on_close: Callable[[Connection], None] | None = None,
+        header_timeout: bool = True,
     ) -> None:
+        """``header_timeout=False`` (stdio: its one client owns the process) waits for headers
+        forever instead of closing after ``limits.header_timeout``."""
         self.id = next(_ids)
         self.peer = peer
         self.handlers = handlers
         self.limits = limits
-        self._reader = MessageReader(reader, limits.max_message_bytes, limits.max_header_bytes)
+        self._reader = MessageReader(
+            reader,
+            limits.max_message_bytes,
+            limits.max_header_bytes,
+            limits.header_timeout if header_timeout else None,
+        )
         self._writer = writer
         self._auth_token = auth_token
         self._on_close = on_close
@@ -388,7 +399,10 @@ class Connection:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            raise to_rpc_error(exc, method, params) from None
+            error = to_rpc_error(exc, method, params)
+            if error.code in _REFUSALS:
+                log.warning("connection %s (%s): refused %s: %s", self.id, self.peer, method, error.message)
+            raise error from None
         finally:
             if token is not None and type(token) in (str, int):
                 self.progress(token, "end")
@@ -470,6 +484,12 @@ class Connection:
         if self._auth_token is None:
             return
         if type(token) is not str or not hmac.compare_digest(token, self._auth_token):
+            log.warning(
+                "connection %s (%s): refused: %s authToken",
+                self.id,
+                self.peer,
+                "no" if token is None else "a wrong",
+            )
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
             raise RpcError(

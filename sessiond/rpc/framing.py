@@ -7,11 +7,19 @@
 The first non-blank byte decides: ``{`` or ``[`` is NDJSON, anything else a header. Replies
 use the client's framing. Limits apply before anything is buffered: a header block or a
 message over the limit is refused, never read into memory whole.
+
+Slow or silent peers are bounded by ``header_timeout``: a new connection must complete its
+first message header (the LSP header block, or the first NDJSON line) within it, and every
+later header (or NDJSON line) must be complete within it once its first byte arrived. Waiting
+*between* messages is unbounded — agents sit idle for hours. Otherwise a client that opens
+connections and never finishes a header would hold connection slots forever.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from enum import Enum
 
 
@@ -38,10 +46,19 @@ _BLANK = b" \t\r\n"
 class MessageReader:
     """Reads whole messages from a stream, in whichever framing its first byte announces."""
 
-    def __init__(self, reader: asyncio.StreamReader, max_message: int, max_header: int) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        max_message: int,
+        max_header: int,
+        header_timeout: float | None = None,
+    ) -> None:
         self._reader = reader
         self.max_message = max_message
         self.max_header = max_header
+        self.header_timeout = header_timeout
+        """Seconds to complete a header once it started (and the first one from the start);
+        ``None``: no limit (stdio, whose one client owns the process)."""
         self.framing: Framing | None = None
         self._prefix = b""
 
@@ -58,12 +75,44 @@ class MessageReader:
             return self.framing
 
     async def read(self) -> bytes | None:
-        """The next message body; ``None`` at a clean end of stream."""
-        if self.framing is None and await self.sniff() is None:
+        """The next message body; ``None`` at a clean end of stream.
+
+        Raises :class:`FramingError` when a header is not complete within ``header_timeout``.
+        """
+        if self.framing is not None and not await self._await_start():
             return None
-        if self.framing is Framing.NDJSON:
-            return await self._read_line()
-        return await self._read_lsp()
+        try:
+            async with self._header_deadline():
+                if self.framing is None and await self.sniff() is None:
+                    return None
+                if self.framing is Framing.NDJSON:
+                    return await self._read_line()
+                length = await self._read_header()
+        except TimeoutError:
+            raise FramingError(f"no complete message header within {self.header_timeout:g} s") from None
+        if length is None:
+            return None
+        return await self._read_body(length)
+
+    @contextlib.asynccontextmanager
+    async def _header_deadline(self) -> AsyncIterator[None]:
+        if self.header_timeout is None:
+            yield
+            return
+        async with asyncio.timeout(self.header_timeout):
+            yield
+
+    async def _await_start(self) -> bool:
+        """Wait (without a deadline) for the first non-blank byte of the next message."""
+        if self._prefix:
+            return True
+        while True:
+            chunk = await self._reader.read(1)
+            if not chunk:
+                return False
+            if chunk not in (b" ", b"\t", b"\r", b"\n"):
+                self._prefix = chunk
+                return True
 
     async def _readuntil_newline(self) -> bytes:
         line = await self._reader.readuntil(b"\n")
@@ -71,7 +120,8 @@ class MessageReader:
             line, self._prefix = self._prefix + line, b""
         return line
 
-    async def _read_lsp(self) -> bytes | None:
+    async def _read_header(self) -> int | None:
+        """The Content-Length of the next LSP message; ``None`` at a clean end of stream."""
         length: int | None = None
         header_bytes = 0
         while True:
@@ -109,6 +159,9 @@ class MessageReader:
             raise FramingError(
                 f"a message of {length} bytes exceeds the maximum message size of {self.max_message}"
             )
+        return length
+
+    async def _read_body(self, length: int) -> bytes:
         try:
             return await self._reader.readexactly(length)
         except asyncio.IncompleteReadError:

@@ -148,6 +148,7 @@ class Daemon:
             peer=peer,
             auth_token=token,
             on_close=self._closed,
+            header_timeout=peer != "stdio",
         )
         conn.service = self.service
         self.connections.add(conn)

@@ -58,7 +58,19 @@ class RawClient:
         return line
 
     def message(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.read_line())
+        """The next message, NDJSON or (when the daemon took us for an LSP client) framed."""
+        line = self.read_line()
+        if line.startswith(b"Content-Length:"):
+            length = int(line.split(b":")[1])
+            while self.read_line().strip():
+                pass
+            while len(self.buffer) < length:
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    raise Closed(self.buffer.decode(errors="replace"))
+                self.buffer += chunk
+            line, self.buffer = self.buffer[:length], self.buffer[length:]
+        value: dict[str, Any] = json.loads(line)
         return value
 
     def response(self, msg_id: Any) -> dict[str, Any]:

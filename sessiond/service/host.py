@@ -9,18 +9,22 @@ thread, for the shared ``fdatasync`` before it is acknowledged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
+from ..errors import JournalBrokenError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
 from ..store.session import PendingAppend, Session
 from .hub import Hub
 from .windows import context_window
+
+log = logging.getLogger("sessiond.service")
 
 USAGE_FIELDS = ("used", "size", "percent", "source")
 """The fields of a ``usage_update``."""
@@ -45,6 +49,8 @@ class SessionHost:
         """Called after each write of the daemon's (the watcher expects the new size)."""
         self.root: Any = None
         """The :class:`~sessiond.service.roots.Root` the session's file lives in."""
+        self.on_broken: Callable[[Session], Awaitable[None]] | None = None
+        """Called when a flush of the session failed (its journal refuses writes from then on)."""
 
     @property
     def id(self) -> str:
@@ -65,7 +71,18 @@ class SessionHost:
         if self.after_write is not None:
             self.after_write()
         if pending.needs_sync:
-            await anyio.to_thread.run_sync(pending.wait)
+            session = self.session
+            try:
+                await anyio.to_thread.run_sync(pending.wait)
+            except JournalBrokenError:
+                # The fdatasync failed: the journal refuses every later write. Without a reopen
+                # the session would stay unwritable until every client let go of it.
+                if self.on_broken is not None:
+                    try:
+                        await self.on_broken(session)
+                    except Exception as exc:  # the append's own error is what the client gets
+                        log.warning("%s: cannot reopen after a failed flush: %s", session.path, exc)
+                raise
         return pending.entry_ids
 
     def announce(

@@ -73,10 +73,44 @@ class Service:
     def _host_for(self, session: Session, root: Root | None = None) -> SessionHost:
         host = SessionHost(session, self.hub, self.estimator, self._window_for)
         host.root = root or self.catalog.roots[0]
+        host.on_broken = lambda failed: self._reopen_after_failed_flush(host, failed)
         self.follower.opened(host)
         self.hosts[session.id] = host
         self._paths[session.id] = session.path
         return host
+
+    async def _reopen_after_failed_flush(self, host: SessionHost, failed: Session) -> None:
+        """Serve the file as it now is after a failed ``fdatasync`` broke ``failed``'s journal.
+
+        The appends waiting for that flush were not acknowledged, but their lines were written:
+        whether they reached the disk is unknown. Reopening makes what the daemon serves
+        exactly what the file holds (no entry in memory that the file lacks) and gives the
+        session a working journal again; subscribers are told to reload what they show.
+        """
+        if host.session is not failed:
+            return  # another append waiting on the same flush reopened it already
+        root = host.root
+        fresh = await anyio.to_thread.run_sync(
+            lambda: self.catalog.open(root, failed.path, self.config.durability)
+        )
+        if host.session is not failed:
+            fresh.close()
+            return
+        previous_leaf, previous_count = failed.leaf_id, failed.entry_count
+        host.replace_session(fresh)
+        self.file_history.forget(host.id)
+        failed.close()
+        self.follower.opened(host)
+        self.hub.publish(
+            host.id,
+            {
+                "sessionUpdate": "resync_required",
+                "reason": "a write failed to reach the disk; the session was reloaded from its file",
+            },
+        )
+        if (fresh.leaf_id, fresh.entry_count) != (previous_leaf, previous_count):
+            host.publish_leaf(previous_leaf)
+        host.publish_usage(force=True)
 
     def _find(self, session_id: str) -> tuple[Root, Path]:
         known = self._paths.get(session_id)

@@ -183,7 +183,7 @@ def fmt_ratio(r: float | None) -> str:
     """A ratio cell: ``0.45x``; ``—`` when there is none."""
     if r is None:
         return "—"
-    return f"{r:.3g}x" if abs(r) < 0.01 else f"{r:.2f}x"
+    return f"{r:.3g}x" if abs(r) < 1 else f"{r:.2f}x"
 
 
 # --------------------------------------------------------------------------- extraction
@@ -809,7 +809,7 @@ def filesystem_of(path: Path) -> str:
     return best[1]
 
 
-def describe_machine(oracle_note: str) -> dict[str, Any]:
+def describe_machine(oracle_note: str, scratch: Path) -> dict[str, Any]:
     """Everything a reader needs to compare these numbers with theirs."""
     cpuinfo = _read("/proc/cpuinfo")
     model = next(
@@ -841,7 +841,8 @@ def describe_machine(oracle_note: str) -> dict[str, Any]:
         "memAvailableGiB": mem.get("MemAvailable", 0) / MIB,
         "kernel": f"{platform.system()} {platform.release()} {platform.machine()}",
         "os": _os_name(),
-        "scratchFs": filesystem_of(OUT_DIR if OUT_DIR.exists() else REPO),
+        "scratchDir": os.path.relpath(scratch, REPO) if scratch.is_relative_to(REPO) else str(scratch),
+        "scratchFs": filesystem_of(scratch if scratch.exists() else REPO),
         "tempDir": tempfile.gettempdir(),
         "tempFs": filesystem_of(Path(tempfile.gettempdir())),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -920,7 +921,9 @@ class LoadMonitor:
 # --------------------------------------------------------------------------- running
 
 
-def run_bench(bench: Bench, mode: str, oracle: str | None, work: Path, timeout: float) -> dict[str, Any]:
+def run_bench(
+    bench: Bench, mode: str, oracle: str | None, work: Path, timeout: float, scratch: Path | None
+) -> dict[str, Any]:
     """Run one script in a fresh process; its JSON results, or the failure with the log's tail."""
     out_json = work / f"{bench.name}.json"
     log_path = work / f"{bench.name}.log"
@@ -928,6 +931,8 @@ def run_bench(bench: Bench, mode: str, oracle: str | None, work: Path, timeout: 
     cmd = [sys.executable, str(Path(_HERE) / f"{bench.name}.py"), *bench.args[mode]]
     if oracle and bench.takes_oracle:
         cmd += ["--oracle", oracle]
+    if scratch is not None:  # generated inputs and scratch files elsewhere: runs can't collide
+        cmd += ["--out", str(scratch)]
     shown = " ".join(["benchmarks/" + bench.name + ".py", *cmd[2:]])
     print(f"== {bench.name}: {shown}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
@@ -1029,7 +1034,8 @@ def render(state: dict[str, Any]) -> str:
     p(f"| cores | {machine['cpus']} logical ({machine['cpusUsable']} usable by this process) |")
     p(f"| RAM | {machine['memTotalGiB']:.1f} GiB ({machine['memAvailableGiB']:.1f} GiB available at start) |")
     p(f"| kernel | {machine['kernel']} ({machine['os']}) |")
-    p(f"| filesystem of the scratch dir (`benchmarks/out/`) | {machine['scratchFs']} |")
+    scratch_dir = machine.get("scratchDir", "benchmarks/out")
+    p(f"| filesystem of the scratch dir (`{scratch_dir}`) | {machine['scratchFs']} |")
     p(f"| filesystem of the temp dir (`{machine['tempDir']}`) | {machine['tempFs']} |")
     pk = ", ".join(f"{k} {v}" for k, v in machine["packages"].items())
     p(f"| Python | {machine['python']} ({pk}) |")
@@ -1186,6 +1192,12 @@ def main(argv: list[str] | None = None) -> int:
         help="logs and JSON (default benchmarks/out/run_all)",
     )
     ap.add_argument(
+        "--scratch",
+        type=Path,
+        metavar="DIR",
+        help="passed to every script as --out: generated inputs and scratch files (default benchmarks/out)",
+    )
+    ap.add_argument(
         "--from-results", type=Path, metavar="JSON", help="re-render a saved results.json, run nothing"
     )
     ap.add_argument(
@@ -1210,11 +1222,11 @@ def main(argv: list[str] | None = None) -> int:
         monitor = LoadMonitor()
         t0 = time.perf_counter()
         date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        machine = describe_machine(oracle_note)
+        machine = describe_machine(oracle_note, (args.scratch or OUT_DIR).resolve())
         recs: dict[str, Any] = {}
         for bench in BENCHMARKS:
             if bench.name in names:
-                recs[bench.name] = run_bench(bench, mode, args.oracle, work, timeout)
+                recs[bench.name] = run_bench(bench, mode, args.oracle, work, timeout, args.scratch)
                 monitor.sample()
         state = {
             "mode": mode,

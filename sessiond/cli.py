@@ -1,16 +1,22 @@
-"""The ``sessiond`` command.
+"""The ``sessiond`` command. docs/cli.md is the reference; keep the two in step.
 
 The commands that read and change sessions (``ls``, ``show``, ``tree``, ``context``, ``usage``,
-``compact``, ``fork``, ``label``, ``rewind``, ``tail``, ``doctor``) live in
+``label``, ``fork``, ``compact``, ``rewind``, ``tail``, ``doctor``) live in
 :mod:`sessiond.cli_commands`; ``inspect``, ``serve``, ``connect`` and ``gc`` are here.
-docs/cli.md is the reference.
+
+A session id goes to the store's daemon, started when none runs; ``--no-start`` never starts
+one, and then the read commands (``ls``, ``show``, ``tree``, ``context``, ``usage``) read the
+files themselves while the others exit 3. A FILE argument is always read in-process. Every
+command takes ``--json``: one JSON document on stdout, and on failure also
+``{"error": {"message", "exitCode", ...}}`` there (usage errors included).
 
 Exit codes: 0 success; 1 an unexpected internal error (a bug: please report it); 2 bad input
 (an unknown session, a file that is not a session, an unknown entry id, a bad option or
-configuration); 3 the daemon cannot be reached (``--no-start``, or it could not be started);
-4 a conflict or refusal (rewind left files alone, a read-only session, a compaction already
-running); 130 interrupted. Two older codes keep their documented meaning: ``serve`` exits 3
-when a daemon already runs for the store, ``connect`` exits 4 when no daemon can be reached.
+configuration, a failed ``doctor`` check); 3 the daemon cannot be reached (``--no-start``, or
+it could not be started); 4 a conflict or refusal (rewind left files alone, a read-only
+session, a compaction already running); 130 interrupted. Two older codes keep their
+documented meaning: ``serve`` exits 3 when a daemon already runs for the store, ``connect``
+exits 4 when no daemon can be reached.
 """
 
 from __future__ import annotations

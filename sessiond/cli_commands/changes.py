@@ -225,5 +225,10 @@ def _nothing_to_compact(out: Output, session_id: str, exc: CliError) -> int:
     if out.json:
         out.emit({"sessionId": session_id, "compacted": False, "reason": reason, "message": exc.message})
     else:
-        out.show(f"Nothing to compact: {exc.message}", markup=False)
+        text = (
+            exc.message
+            if exc.message.lower().startswith("nothing to compact")
+            else f"Nothing to compact: {exc.message}"
+        )
+        out.show(text, markup=False)
     return EXIT_OK

@@ -44,11 +44,11 @@ def entry_line(entry: dict[str, Any], width: int, external: bool = False) -> Tex
     line.append(str(entry.get("id")), style="cyan")
     line.append("  ")
     if t == "message" and role:
-        line.append(f"{role:<10}", style=ROLE_STYLES.get(str(role), "bold"))
+        line.append(f"{role:<12}", style=ROLE_STYLES.get(str(role), "bold"))
         preview = message_preview(message, width)
     else:
         kind = {"compaction": "⟳ compaction", "branch_summary": "↳ branch summary"}.get(str(t), str(t))
-        line.append(f"{kind:<10}", style="bold magenta" if t in ("compaction", "branch_summary") else "dim")
+        line.append(f"{kind:<12}", style="bold magenta" if t in ("compaction", "branch_summary") else "dim")
         preview = one_line(entry_preview(entry, 400), width)
     line.append(" ")
     line.append(preview)

@@ -169,3 +169,20 @@ def test_gc_with_a_bad_configuration_exits_2(tmp_path: Path) -> None:
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.startswith("sessiond gc: ") and "Traceback" not in r.stderr
     assert json.loads(run_plain("gc", "--json", env=env).stdout)["error"]["exitCode"] == 2
+
+
+def test_docs_cli_md_covers_every_command_option_and_exit_code() -> None:
+    from sessiond.cli_commands import base  # noqa: PLC0415
+    from tests.conftest import REPO  # noqa: PLC0415
+
+    text = (REPO / "docs" / "cli.md").read_text()
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in action.choices.items():
+        assert f"\n## {name}\n" in text, name
+        for option in (o for a in sub._actions for o in a.option_strings if o.startswith("--")):
+            if option != "--help":
+                assert option in text, (name, option)
+    codes = (base.EXIT_OK, base.EXIT_INTERNAL, base.EXIT_USAGE, base.EXIT_UNREACHABLE, base.EXIT_REFUSED)
+    for code in (*codes, base.EXIT_INTERRUPTED):
+        assert f"\n| {code} | " in text, code

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import NotASessionError, SessionNotFoundError
+from ..errors import NotASessionError, PathEscapeError, SessionNotFoundError
 from ..formats.claude_code import listing_fields, load_transcript
 from ..store.claude import ClaudeSession
 from ..store.journal import Durability
-from ..store.layout import validate_session_id
+from ..store.layout import ensure_within, validate_session_id
 from ..store.listing import ListingCache, SessionInfo, list_sessions_in, read_header
 from ..store.session import Session
 from .roots import Root, claude_project_dir_name
@@ -79,6 +79,12 @@ class Catalog:
     def open(self, root: Root, path: Path, durability: Durability) -> Session:
         if root.format == "claude-code":
             return ClaudeSession.open(path)
+        if root.read_only_reason is None:
+            # A writer never follows a link planted in a writable root: appending through it would
+            # make sessiond write a file outside the root it owns.
+            ensure_within(root.path, path)
+            if path.is_symlink():
+                raise PathEscapeError(str(path), str(root.path), "the session file is a symbolic link")
         return Session.open(path, durability=durability, read_only=root.read_only_reason)
 
     # ------------------------------------------------------------------ listing

@@ -144,7 +144,8 @@ class Journal:
         ``read_only`` opens it for reading and following only: an append raises.
         """
         try:
-            flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND
+            # never append through a symbolic link: the target may be anywhere
+            flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
             fd = os.open(path, flags | os.O_CLOEXEC)
         except OSError as exc:
             raise JournalError(

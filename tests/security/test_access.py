@@ -177,11 +177,6 @@ def test_cwds_that_climb_stay_inside_the_store(daemon: Daemon, work: tuple[RawCl
     assert not any(p.name.startswith("..") for p in Path(fork["path"]).parents)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: the journal opens a session file through a symlink planted in the store "
-    "and appends to its target (needs O_NOFOLLOW in sessiond/store/journal.py; see docs/security.md)",
-)
 def test_a_session_file_symlinked_out_of_the_store_is_not_followed(
     daemon: Daemon, work: tuple[RawClient, str, Path]
 ) -> None:

@@ -33,6 +33,7 @@ import contextlib
 import errno as errno_codes
 import hashlib
 import os
+import re
 import secrets
 import stat
 import threading
@@ -87,8 +88,43 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 
 def _tmp_name() -> str:
-    # Short and fixed-length: a temporary name must fit NAME_MAX whatever the file's name is.
-    return f".sessiond-{secrets.token_hex(8)}.tmp"
+    # Short and bounded: a temporary name must fit NAME_MAX whatever the file's name is. The pid
+    # says whose it is, so a copy left by a killed daemon can be told from one being written.
+    return f".sessiond-{os.getpid()}-{secrets.token_hex(8)}.tmp"
+
+
+_TMP_PATTERN = re.compile(r"\.sessiond-(\d+)-[0-9a-f]{16}\.tmp")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_temporaries(dfd: int) -> list[str]:
+    """Remove the temporary copies a killed rewind left in this directory; their names.
+
+    A rewind writes each file to ``.sessiond-<pid>-<hex>.tmp`` and renames it over; a kill in
+    between leaves the copy (the real file is intact). Only names of exactly that shape, owned
+    by this user, not directories, and whose process is gone are removed.
+    """
+    removed = []
+    uid = os.getuid()
+    for name in os.listdir(dfd):
+        match = _TMP_PATTERN.fullmatch(name)
+        if match is None or int(match.group(1)) == os.getpid() or _process_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if st.st_uid == uid and not stat.S_ISDIR(st.st_mode):
+                os.unlink(name, dir_fd=dfd)
+                removed.append(name)
+    return removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +164,9 @@ class Workspace:
         self._hashed: dict[str, tuple[tuple[int, ...], FileState]] = {}
         """key -> (identity, state) of files hashed earlier: an unchanged file is not read again."""
         self._hashed_lock = threading.Lock()
+        self._swept: set[tuple[str, tuple[str, ...]]] = set()
+        """Directories already cleared of temporaries left by a killed daemon (once is enough:
+        this process removes its own)."""
 
     @staticmethod
     def _root(path: Path) -> _Root:
@@ -383,6 +422,10 @@ class Workspace:
                 dfd = self._open_parent(loc, create=True)
                 assert dfd is not None
             try:
+                if (loc.root, loc.parts[:-1]) not in self._swept:
+                    self._swept.add((loc.root, loc.parts[:-1]))
+                    with contextlib.suppress(OSError):
+                        sweep_stale_temporaries(dfd)
                 current, checked = self._read_at(dfd, loc, None)
                 if expected is not None and content_key(current) != content_key(expected):
                     raise FileChangedError(

@@ -154,20 +154,6 @@ async def storm_client(daemon: Daemon, writer: Writer, rng: random.Random, stop:
     finally:
         with contextlib.suppress(Exception):
             await client.close()
-        retrieve_orphans(client)
-
-
-def retrieve_orphans(client: Client) -> None:
-    """Consume the errors of requests whose send failed because the daemon had just died.
-
-    ``Client.request`` registers the pending future before writing the request; when the write
-    itself raises (broken pipe), the future stays registered and later receives
-    ``ConnectionClosedError`` that nobody awaits (asyncio then reports an unretrieved
-    exception). Not the daemon's concern; reported as a client issue.
-    """
-    for future in list(client._pending.values()):
-        if future.done() and not future.cancelled():
-            future.exception()
 
 
 async def subscribe_all(daemon: Daemon, seen: dict[int, list[str]]) -> tuple[Client, asyncio.Future[None]]:

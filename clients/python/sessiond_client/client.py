@@ -138,8 +138,8 @@ class Client:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        await self.send_raw(self._frame(message))
         try:
+            await self.send_raw(self._frame(message))
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.CancelledError:
             if not future.done():
@@ -150,6 +150,13 @@ class Client:
             raise
         finally:
             self._pending.pop(rid, None)
+            # Nobody awaits it any more (the send failed, a timeout, a cancel): an answer or a
+            # "connection closed" landing on it later must not be reported as never retrieved.
+            if future.done():
+                if not future.cancelled():
+                    future.exception()
+            else:
+                future.cancel()
 
     async def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}

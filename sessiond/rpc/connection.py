@@ -47,6 +47,9 @@ def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
     begin_initialize(conn, params)
 
 
+HALF_CLOSE_GRACE = 60.0
+"""Seconds the answers to requests already received may take after the client half-closed."""
+
 _REFUSALS = frozenset({ErrorCode.PATH_OUTSIDE_STORE, ErrorCode.PATH_REFUSED, ErrorCode.READ_ONLY})
 """Errors that refuse access (not mere mistakes): logged as warnings, with the peer."""
 
@@ -167,6 +170,9 @@ class Connection:
         self.summarizer = False
         """The client answers ``compaction/summarize`` (declared in ``initialize``)."""
         self.in_flight = 0
+        self._handling: set[Any] = set()
+        """Futures of the client's requests being handled (pygls keeps them in one table with
+        the requests this side sent the client)."""
         self._out: deque[bytes] = deque()
         self._out_bytes = 0
         self._out_ready = asyncio.Event()
@@ -189,11 +195,33 @@ class Connection:
     async def run(self) -> None:
         writer_task = asyncio.ensure_future(self._write_loop())
         try:
-            await self._read_loop()
+            if await self._read_loop():
+                await self._answer_after_eof()
         finally:
             await self._finish(writer_task)
 
-    async def _read_loop(self) -> None:
+    async def _answer_after_eof(self) -> None:
+        """The client closed its sending side: answer what it already asked, then close.
+
+        ``printf '...' | sessiond connect`` half-closes right after its last request and still
+        reads the answers. Requests this side sent to the client can no longer be answered, so
+        they are cancelled at once (a compaction waiting on this client's summarizer fails over);
+        the handlers still running get ``HALF_CLOSE_GRACE`` seconds, less if the client is gone.
+        """
+        handling = set(self._handling)
+        for future in list(self.protocol._request_futures.values()):
+            if future not in handling:
+                future.cancel()
+        deadline = asyncio.get_running_loop().time() + HALF_CLOSE_GRACE
+        pending = {f for f in handling if not f.done()}
+        while pending and not self._dead:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            _done, pending = await asyncio.wait(pending, timeout=min(left, 0.5))
+
+    async def _read_loop(self) -> bool:
+        """Read and dispatch until the stream ends; True when it ended cleanly (EOF)."""
         while not self.closed:
             try:
                 body = await self._reader.read()
@@ -203,12 +231,13 @@ class Connection:
             except FramingError as exc:
                 self._error(None, ErrorCode.PARSE_ERROR, f"Cannot read the message stream: {exc}")
                 log.info("connection %s (%s): %s", self.id, self.peer, exc)
-                return
+                return False
             except (ConnectionError, OSError):
-                return
+                return False
             if body is None:
-                return
+                return True
             self._receive(body)
+        return False
 
     async def _write_loop(self) -> None:
         writer = self._writer
@@ -356,10 +385,12 @@ class Connection:
         if future is None:
             self.in_flight -= 1  # answered synchronously
         else:
+            self._handling.add(future)
             future.add_done_callback(self._request_done)
 
-    def _request_done(self, _future: Any) -> None:
+    def _request_done(self, future: Any) -> None:
         self.in_flight -= 1
+        self._handling.discard(future)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "exit":

@@ -683,9 +683,13 @@ def start_daemon(tmp: Path, config: str) -> tuple[subprocess.Popen[bytes], Path,
         "PI_CODING_AGENT_DIR": str(tmp / "pi"),
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "clients" / "python")]),
     }
+    # Diagnostics only (e.g. a sitecustomize that runs tracemalloc): SOAK_DAEMON_PYTHONPATH
+    # is put in front of the daemon's PYTHONPATH; the clients never see it.
+    extra = os.environ.get("SOAK_DAEMON_PYTHONPATH")
+    daemon_env = {**env, "PYTHONPATH": os.pathsep.join([extra, env["PYTHONPATH"]])} if extra else env
     args = [sys.executable, "-m", "sessiond", "serve", "--socket", str(sock)]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=out, env=env, cwd=REPO)
+        proc = subprocess.Popen(args, stdout=out, stderr=out, env=daemon_env, cwd=REPO)
     deadline = monotonic() + 30
     while not sock.exists():
         if proc.poll() is not None or monotonic() > deadline:

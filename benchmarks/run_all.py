@@ -998,7 +998,7 @@ def evaluate(bench: Bench, rec: dict[str, Any]) -> tuple[Extract | None, list[di
 def _measured(v: dict[str, Any]) -> str:
     row: Row | None = v.get("row")
     if row is None:
-        return v.get("why", "")
+        return str(v.get("why", ""))
     if v["goal"].on == "ratio":
         return f"{fmt_ratio(row.ratio)} ({fmt(row.value)} vs {fmt(row.ref_value)} {row.unit})"
     return f"{fmt(row.value)} {row.unit}"

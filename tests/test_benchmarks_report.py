@@ -139,6 +139,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"text": out.read_text(), "ran": ran, "tmp": tmp, "results": work / "results.json"}
 
 
+@pytest.mark.slow
 def test_smoke_report_structure(smoke: dict[str, Any]) -> None:
     sections = _check_report(smoke["text"], smoke["ran"])
     assert "smoke" in smoke["text"].splitlines()[0]
@@ -165,6 +166,7 @@ def _rerender(smoke: dict[str, Any], state: dict[str, Any], name: str) -> tuple[
     return proc.returncode, out.read_text()
 
 
+@pytest.mark.slow
 def test_goal_verdicts_follow_the_numbers(smoke: dict[str, Any]) -> None:
     """The same results re-rendered with the 10 MB session's RSS made huge: the goal flips."""
     state = json.loads(smoke["results"].read_text())
@@ -181,6 +183,7 @@ def test_goal_verdicts_follow_the_numbers(smoke: dict[str, Any]) -> None:
     assert "memory after open well under the file size" in sections["Shortfalls"]
 
 
+@pytest.mark.slow
 def test_a_failed_benchmark_is_reported(smoke: dict[str, Any]) -> None:
     state = json.loads(smoke["results"].read_text())
     rec = state["benchmarks"]["watch"]
@@ -194,6 +197,7 @@ def test_a_failed_benchmark_is_reported(smoke: dict[str, Any]) -> None:
     assert re.search(r"\| watch \|.*\*\*NOT MEASURED\*\*", sections["Goals"])
 
 
+@pytest.mark.slow
 def test_an_edited_report_is_detected(smoke: dict[str, Any]) -> None:
     text = smoke["text"]
     assert run_all.check_report(text) == []

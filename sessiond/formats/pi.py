@@ -13,7 +13,9 @@ here is byte-identical to the one Pi would write.
 from __future__ import annotations
 
 import gc
+import hashlib
 import io
+import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -211,6 +213,9 @@ def _parse_lines(
     entries = [line for line in kept if not (type(line) is dict and line.get("type") == E.HEADER)]
     diag.extra_headers = len(kept) - len(entries) - 1
     if migrate:
+        if new_id is None:
+            seed = header.get("id") if type(header) is dict else None
+            new_id = stable_ids(seed if isinstance(seed, str) else source)
         version = migrate_entries(kept, new_id=new_id)
         if version is not None:
             diag.source_version = version
@@ -222,6 +227,27 @@ def _parse_lines(
 
 def _random_short_id() -> str:
     return uuid.uuid4().hex[:8]
+
+
+def stable_ids(seed: str) -> Callable[[], str]:
+    """8-hex ids for a v1 file's entries, the same at every read of the same session.
+
+    Pi draws them at random because it rewrites the file once migrated. A read-only root is
+    migrated in memory at every load, so random ids would change from one read (or daemon
+    restart) to the next and an id a user copied from ``sessiond tree`` would name nothing.
+    Derived from the session id and the entry's position, they are as opaque as Pi's.
+    """
+    counter = itertools.count()
+    seen: set[str] = set()
+
+    def make() -> str:
+        while True:
+            candidate = hashlib.sha256(f"{seed}\0{next(counter)}".encode()).hexdigest()[:8]
+            if candidate not in seen:
+                seen.add(candidate)
+                return candidate
+
+    return make
 
 
 def header_version(header: Any) -> Any:

@@ -39,7 +39,7 @@ from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from pi_oracle import find_oracle  # noqa: E402
+from pi_oracle import PI_PKG_REL, find_oracle  # noqa: E402
 
 REPO = Path(_HERE).parent
 OUT_DIR = Path(_HERE) / "out"
@@ -1219,6 +1219,9 @@ def main(argv: list[str] | None = None) -> int:
         pkg, oracle_note = find_oracle(args.oracle)
         if pkg is not None and not shutil.which("node"):
             pkg, oracle_note = None, "node not found on PATH"
+        oracle = args.oracle
+        if pkg is not None and oracle is None:  # every script then uses the one the report names
+            oracle = str(pkg.parents[len(PI_PKG_REL.parts) - 1])
         monitor = LoadMonitor()
         t0 = time.perf_counter()
         date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -1226,7 +1229,7 @@ def main(argv: list[str] | None = None) -> int:
         recs: dict[str, Any] = {}
         for bench in BENCHMARKS:
             if bench.name in names:
-                recs[bench.name] = run_bench(bench, mode, args.oracle, work, timeout, args.scratch)
+                recs[bench.name] = run_bench(bench, mode, oracle, work, timeout, args.scratch)
                 monitor.sample()
         state = {
             "mode": mode,

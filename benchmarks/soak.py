@@ -478,7 +478,7 @@ class Worker:
         """Wait for the external writer's last line to be announced (or give up after a while)."""
         done = Path(self.cfg["external_result"])
         await asyncio.sleep(max(0.0, self.end - monotonic()))
-        deadline = monotonic() + 30
+        deadline = monotonic() + 15
         last: str | None = None
         while monotonic() < deadline:
             if last is None and done.exists():
@@ -715,13 +715,13 @@ def stop_daemon(proc: subprocess.Popen[bytes]) -> tuple[int | None, float]:
 
 
 async def daemon_view_of_pi(sock: Path, expected_last: str | None, count: int) -> dict[str, Any]:
-    """After the run: does the daemon hold every external line? Waits up to 15 s for the watcher."""
+    """After the run: does the daemon hold every external line? Waits up to 10 s for the watcher."""
     from sessiond_client import Client  # noqa: PLC0415
 
     client = await Client.connect_unix(sock)
     try:
         await client.initialize("soak-final")
-        deadline = monotonic() + 15
+        deadline = monotonic() + 10
         while True:
             res = await client.request("session/load", {"sessionId": PI_SESSION_ID})
             ok = res["entryCount"] == count and res["leafId"] == expected_last
@@ -1232,9 +1232,10 @@ def verdicts(report: dict[str, Any], results: list[dict[str, Any]]) -> dict[str,
 
 def print_report(report: dict[str, Any]) -> None:
     c = report["config"]
+    roles = ", ".join(f"{n} {r}" + ("s" if n != 1 else "") for r, n in c["roles"].items())
     print(
         f"sessiond soak: {c['duration']:.0f} s, {c['clients']} clients in {c['procs']} processes "
-        f"({', '.join(f'{n} {r}s' for r, n in c['roles'].items())}), {c['sessionsPerEpoch']} sessions "
+        f"({roles}), {c['sessionsPerEpoch']} sessions "
         f"per epoch of {c['epochS']:.0f} s, compaction every {c['compactEveryS']:.0f} s, "
         f"external writer {c['externalRate']:g} lines/s; target {c['appendRateTarget']:g} appends/s, "
         f"{c['fsyncFraction']:.0%} fsync"

@@ -518,11 +518,13 @@ class Worker:
                 tasks.append(self.subscriber(idx, group))
             elif role == "compactor":
                 tasks.append(self.compactor(idx))
+        names = [(idx, role) for idx, role, _ in cfg["clients"]]
         if pinned is not None:
             tasks.append(self.pinned(cfg["pinned"], *pinned))
+            names.append((cfg["pinned"], "pinned"))
         results = await asyncio.gather(*tasks, return_exceptions=True)
-        for (idx, role, _), res in zip(cfg["clients"], results, strict=False):
-            if isinstance(res, BaseException):
+        for (idx, role), res in zip(names, results, strict=True):
+            if isinstance(res, BaseException):  # a client that died is an unexpected error
                 self.error(idx, f"{role} task", res)
         Path(cfg["result"]).write_text(json.dumps(self.rec.dump()))
         print("done", flush=True)

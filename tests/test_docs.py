@@ -29,3 +29,19 @@ def test_the_configuration_reference_loads_and_matches_the_defaults(tmp_path: Pa
     assert loaded.compaction.microcompact == defaults.compaction.microcompact
     assert loaded.summarizer.timeout == defaults.summarizer.timeout
     assert set(data["limits"]) == set(defaults.limits.__dataclass_fields__)  # every limit documented
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_relative_links_in_the_readme_and_docs_resolve() -> None:
+    """A newcomer following a link from the README or a doc page never lands on nothing."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "benchmarks" / "README.md"]
+    broken = []
+    for page in pages:
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO)} -> {target}")
+    assert broken == []

@@ -107,6 +107,12 @@ class Compactor:
         self._preparations: dict[str, OrderedDict[str, _Preparation]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
+    def forget(self, session_id: str) -> None:
+        """Drop what is kept for a session that was closed, so a long-lived daemon stays flat."""
+        self._preparations.pop(session_id, None)
+        if session_id not in self.running:
+            self.recovery.pop(session_id, None)
+
     # ------------------------------------------------------------------ settings
 
     def settings(self, session_id: str) -> cs.Settings:

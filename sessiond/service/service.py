@@ -172,6 +172,9 @@ class Service:
         host.session.close()
         if self.hosts.get(host.id) is host:
             del self.hosts[host.id]
+            self.compactor.forget(host.id)
+            self.settings.forget(host.id)
+            self._paths.pop(host.id, None)
 
     def host_at(self, path: Path) -> SessionHost | None:
         """The open session whose file is ``path``, if any."""

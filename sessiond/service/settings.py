@@ -34,6 +34,10 @@ class SessionSettings:
                 self._cache[session_id] = {}
         return self._cache[session_id]
 
+    def forget(self, session_id: str) -> None:
+        """Drop the cached copy of a closed session's settings (the file stays)."""
+        self._cache.pop(session_id, None)
+
     def update(self, session_id: str, **values: Any) -> dict[str, Any]:
         """Set values (``None`` removes a key) and persist atomically."""
         data = dict(self.get(session_id))

@@ -139,9 +139,16 @@ class Progress(BaseModel):
 
 
 class LogMessage(BaseModel):
-    """``window/logMessage``: 1 error, 2 warning, 3 info, 4 log."""
+    """``window/logMessage``: a problem in background work that no request can report.
 
-    type: int
+    Sent to every connection using or subscribed to the session concerned: an automatic
+    compaction that failed, an overflow retry that could not omit the failed attempt, a
+    flush that failed and made the daemon reload the session, an external change to a
+    followed file that could not be read. The message starts with ``session <id>:``.
+    Opt out with ``notifications.optOut: ["window/logMessage"]``.
+    """
+
+    type: int = Field(description="1 error, 2 warning, 3 info, 4 log (LSP's MessageType).")
     message: str
 
 

@@ -57,6 +57,7 @@ from ..store.journal import Durability
 from ..store.session import Session
 from . import compaction_settings as cs
 from . import microcompaction
+from .hub import ERROR, WARNING
 from .summarizers.choose import choose_summarizer
 
 if TYPE_CHECKING:
@@ -506,7 +507,7 @@ class Compactor:
                 log.info("session %s: %s compaction: %s", host.id, reason, exc.message)
             except Exception as exc:
                 message = getattr(exc, "message", None) or str(exc)
-                log.warning("session %s: %s compaction failed: %s", host.id, reason, message)
+                self.service.tell(host.id, WARNING, f"{reason} compaction failed: {message}")
             finally:
                 self._end(host, run, pin)
 
@@ -592,7 +593,7 @@ class Compactor:
             try:
                 pending = session.begin_append(specs)
             except Exception as exc:
-                log.warning("session %s: cannot omit the failed attempt: %s", host.id, exc)
+                self.service.tell(host.id, ERROR, f"cannot omit the failed attempt before retrying: {exc}")
                 self.recovery.pop(host.id, None)
                 return
             host.announce(pending.entry_ids)

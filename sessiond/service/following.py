@@ -25,6 +25,7 @@ import anyio
 
 from ..errors import SessiondError
 from .catalog import UUID_STEM, Listed
+from .hub import WARNING
 from .watcher import FileEvent, Watcher
 
 if TYPE_CHECKING:
@@ -117,15 +118,18 @@ class Follower:
 
     async def on_events(self, events: list[FileEvent]) -> None:
         for event in events:
+            host = None
             try:
                 host = self.service.host_at(event.path)
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
-            except SessiondError as exc:
-                log.warning("%s: %s", event.path, exc.message)
-            except OSError as exc:
-                log.warning("%s: %s", event.path, exc)
+            except (SessiondError, OSError) as exc:
+                message = exc.message if isinstance(exc, SessiondError) else str(exc)
+                if host is not None:
+                    self.service.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
+                else:
+                    log.warning("%s: %s", event.path, message)
 
     async def _follow(self, host: SessionHost, event: FileEvent) -> None:
         session = host.session

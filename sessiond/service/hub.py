@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+ERROR, WARNING, INFO = 1, 2, 3
+"""``window/logMessage`` levels (LSP's ``MessageType``)."""
+
 
 class Subscriber(Protocol):
     @property
@@ -18,6 +21,9 @@ class Subscriber(Protocol):
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         """Queue a ``session/update`` notification (must not block)."""
+
+    def log_message(self, level: int, message: str) -> None:
+        """Queue a ``window/logMessage`` notification (must not block)."""
 
 
 class Hub:

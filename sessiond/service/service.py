@@ -10,6 +10,7 @@ received in.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import shutil
 from datetime import UTC, datetime
@@ -38,9 +39,13 @@ from .config import Config
 from .filehistory import FileHistoryService
 from .following import Follower
 from .host import USAGE_FIELDS, SessionHost, default_window_for
-from .hub import Hub, Subscriber
+from .hub import ERROR, INFO, WARNING, Hub, Subscriber
 from .roots import Root
 from .settings import SessionSettings
+
+log = logging.getLogger("sessiond.service")
+
+_LOGGING_LEVEL = {ERROR: logging.ERROR, WARNING: logging.WARNING, INFO: logging.INFO}
 
 LIST_TOPIC = "*sessions*"
 """The hub topic of ``session_list_update`` (not a session id: ids cannot contain ``*``)."""
@@ -68,6 +73,26 @@ class Service:
         self.file_history = FileHistoryService(self)
         self.layout.ensure_dirs()
 
+    # ------------------------------------------------------------------ telling people
+
+    def tell(self, session_id: str, level: int, message: str) -> None:
+        """Log a problem with a session and show it to every client using or watching it.
+
+        Background work (an automatic compaction, following an external writer, reopening
+        after a failed flush) has no request to answer with an error; without this an editor
+        would only see the daemon's log, which its user never reads.
+        """
+        text = f"session {session_id}: {message}"
+        log.log(_LOGGING_LEVEL.get(level, logging.INFO), "%s", text)
+        audience = {s.id: s for s in self.hub.subscribers(session_id)}
+        host = self.hosts.get(session_id)
+        for user_id in host.users if host is not None else ():
+            client = self.clients.get(user_id)
+            if client is not None:
+                audience.setdefault(user_id, client)
+        for client in audience.values():
+            client.log_message(level, text)
+
     # ------------------------------------------------------------------ hosts
 
     def _host_for(self, session: Session, root: Root | None = None) -> SessionHost:
@@ -90,9 +115,19 @@ class Service:
         if host.session is not failed:
             return  # another append waiting on the same flush reopened it already
         root = host.root
-        fresh = await anyio.to_thread.run_sync(
-            lambda: self.catalog.open(root, failed.path, self.config.durability)
-        )
+        try:
+            fresh = await anyio.to_thread.run_sync(
+                lambda: self.catalog.open(root, failed.path, self.config.durability)
+            )
+        except Exception as exc:  # the append's own error is what its client gets
+            message = getattr(exc, "message", None) or str(exc)
+            self.tell(
+                host.id,
+                ERROR,
+                f"a write failed to reach the disk and the file cannot be reloaded ({message}); "
+                "writes fail until the session is opened again",
+            )
+            return
         if host.session is not failed:
             fresh.close()
             return
@@ -101,11 +136,13 @@ class Service:
         self.file_history.forget(host.id)
         failed.close()
         self.follower.opened(host)
+        reason = "a write failed to reach the disk; the session was reloaded from its file"
+        self.tell(host.id, WARNING, reason)
         self.hub.publish(
             host.id,
             {
                 "sessionUpdate": "resync_required",
-                "reason": "a write failed to reach the disk; the session was reloaded from its file",
+                "reason": reason,
             },
         )
         if (fresh.leaf_id, fresh.entry_count) != (previous_leaf, previous_count):

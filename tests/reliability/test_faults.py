@@ -108,7 +108,8 @@ async def test_injected_fault_is_an_error_without_acknowledgement(
         served = await served_ids(writer, sid)
         on_disk = read_lines(path)
         assert served == on_disk.ids  # what the daemon serves is what the file holds
-        updates = [p["update"] for m, p in watcher.drain_notifications() if m == "session/update"]
+        watched = watcher.drain_notifications()
+        updates = [p["update"] for m, p in watched if m == "session/update"]
         if op == "write":
             # Nothing half-applied: not in memory, not announced, not a byte on disk.
             assert path.read_bytes() == before_bytes
@@ -120,6 +121,12 @@ async def test_injected_fault_is_an_error_without_acknowledgement(
             # file so it serves what is there, and told the subscriber to reload too.
             assert served[: len(acked)] == acked
             assert any(u["sessionUpdate"] == "resync_required" for u in updates), updates
+            # ...and said why, to the writer as to the subscriber (an editor shows this).
+            for got in (watched, writer.drain_notifications()):
+                told = [p for m, p in got if m == "window/logMessage"]
+                assert any(
+                    p["type"] == 2 and sid in p["message"] and "reloaded" in p["message"] for p in told
+                ), told
 
         # The fault is gone: appends work again and hang below the last entry.
         after = await append(writer, sid, "after the fault", durability, "assistant")

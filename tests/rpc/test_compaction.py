@@ -779,4 +779,9 @@ async def test_a_summarizer_that_disconnects_fails_the_compaction(daemon: Daemon
     # The session stayed usable and nothing is armed: a manual run works (extractive now).
     result = await call(watcher, "compaction/run", {"sessionId": sid})
     assert result["summarizer"] == "extractive"
+    # Background work has no request to fail: the editor is told in a window/logMessage.
+    told = [p for m, p in watcher.drain_notifications() if m == "window/logMessage"]
+    assert [p["type"] for p in told] == [2], told
+    assert told[0]["message"].startswith(f"session {sid}: threshold compaction failed: ")
+    assert "disconnected" in told[0]["message"]
     await watcher.close()

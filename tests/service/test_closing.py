@@ -22,6 +22,9 @@ class _User:
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.updates.append((session_id, update))
 
+    def log_message(self, level: int, message: str) -> None:
+        self.updates.append(("", {"level": level, "message": message}))
+
 
 async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
     service = Service(load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock"))

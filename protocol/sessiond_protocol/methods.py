@@ -479,7 +479,9 @@ METHODS: dict[str, MethodSpec] = {
             "tree/branch",
             BranchParams,
             BranchResult,
-            "The path root → entry (default: the leaf).",
+            "The path root → entry (default: the leaf). For a Claude Code transcript: the chain "
+            "`claude --resume` rebuilds up to the entry, parallel tool calls and results it "
+            "recovers from sibling records included.",
             (*_S, C.ENTRY_NOT_FOUND),
             {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
         ),

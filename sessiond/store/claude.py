@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import ReadOnlySessionError
+from ..errors import EntryNotFoundError, ReadOnlySessionError
 from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
@@ -32,7 +32,7 @@ from ..formats.claude_code import (
     to_pi_entries,
 )
 from ..formats.pi import LoadDiagnostics
-from ..model.js import get, key
+from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
 from .index import SessionIndex
@@ -115,6 +115,39 @@ class ClaudeSession(Session):
         if not path:
             return Projection([], [], ContextSettings())
         return self._project(reconstruct(self.transcript, leaf=get(path[-1], "id")))
+
+    def branch(self, from_id: Any = UNDEFINED) -> list[Any]:
+        """The conversation Claude Code resumes, root -> ``from_id``, as full entries."""
+        with self._lock:
+            return self._index.full_path(self._resumed_path(from_id))
+
+    def branch_ids(self, from_id: Any = UNDEFINED) -> list[Any]:
+        with self._lock:
+            return [get(e, "id") for e in self._resumed_path(from_id)]
+
+    def _resumed_path(self, from_id: Any) -> list[Any]:
+        """Light entries of the chain ``--resume`` rebuilds, ending at ``from_id`` (default the leaf).
+
+        A plain parent walk misses the parallel tool calls and results that Claude Code
+        recovers (they are siblings in the tree), so the branch would disagree with the
+        context and with ``sessiond inspect``. When the reconstruction does not end at the
+        requested entry (a progress record bridged to an ancestor) the parent walk is kept.
+        """
+        tree = self._index.tree
+        leaf = tree.leaf_id if from_id is UNDEFINED or from_id is None else from_id
+        walked = tree.branch(from_id)
+        if not walked or not truthy(leaf):
+            return walked
+        rec = self.reconstruction
+        if key(rec.leaf_uuid) != key(leaf):
+            try:
+                rec = reconstruct(self.transcript, leaf=leaf)
+            except EntryNotFoundError:
+                return walked
+        if not rec.chain or key(rec.chain[-1]) != key(leaf):
+            return walked
+        path = [tree.get(uuid) for uuid in rec.chain]
+        return [entry for entry in path if entry is not None]
 
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
         with self._lock:

@@ -87,6 +87,14 @@ async def test_a_claude_session_is_listed_loaded_and_read_only(tmp_path: Path) -
         assert usage["source"] == "api" and usage["used"] == 102169  # the last API message's usage
         tree = await client.request("tree/get", {"sessionId": info["sessionId"]})
         assert len(tree["nodes"]) == cold.entry_count
+        # The branch is the chain --resume rebuilds (recovered parallel results included), so
+        # every entry the context came from is on it, in order.
+        branch = await client.request("tree/branch", {"sessionId": info["sessionId"], "full": True})
+        chain = [u for u in cold.reconstruction.chain if u in {n["id"] for n in tree["nodes"]}]
+        assert branch["entryIds"] == chain == [e["id"] for e in branch["entries"]]
+        assert len(chain) > len(cold.reconstruction.naive_chain)  # this file has orphans to recover
+        sources = [m["entryId"] for m in context["messages"]]
+        assert [u for u in chain if u in set(sources)] == list(dict.fromkeys(sources))
         before = path.read_bytes()
         for method, params in [
             (

@@ -156,34 +156,8 @@ class FileSource:
         }
 
     async def tree(self) -> dict[str, Any]:
-        from ..model.js import get, key  # noqa: PLC0415
-
-        session = self.session
-        index = session.index
-        tree = session.tree
-        children: dict[Any, int] = {}
-        for light in (tree.get(i) for i in tree.ids()):
-            parent_key = key(get(light, "parentId"))
-            children[parent_key] = children.get(parent_key, 0) + 1
-        nodes = []
-        for pos, light in enumerate(tree.entries):
-            eid = get(light, "id")
-            label = tree.label(eid)
-            node: dict[str, Any] = {
-                "id": eid,
-                "parentId": get(light, "parentId"),
-                "type": get(light, "type"),
-                "preview": index.previews[pos],
-                "timestamp": get(light, "timestamp"),
-                "childCount": children.get(key(eid), 0),
-            }
-            role = get(get(light, "message"), "role")
-            if type(role) is str:
-                node["role"] = role
-            if type(label) is str:
-                node["label"] = label
-            nodes.append(node)
-        return {"leafId": session.leaf_id, "nodes": nodes}
+        view: dict[str, Any] = self.session.tree_view()
+        return view
 
     def _check(self, entry_id: str) -> None:
         from ..errors import EntryNotFoundError  # noqa: PLC0415

@@ -505,32 +505,7 @@ class Service:
 
     async def tree(self, user: Subscriber, session_id: str) -> dict[str, Any]:
         host = await self.host(session_id, user)
-        session = host.session
-        index = session.index
-        tree = session.tree
-        children: dict[Any, int] = {}
-        for light in (tree.get(i) for i in tree.ids()):
-            parent_key = key(get(light, "parentId"))
-            children[parent_key] = children.get(parent_key, 0) + 1
-        nodes = []
-        for pos, light in enumerate(tree.entries):
-            eid = get(light, "id")
-            label = tree.label(eid)
-            node: dict[str, Any] = {
-                "id": eid,
-                "parentId": get(light, "parentId"),
-                "type": get(light, "type"),
-                "preview": index.previews[pos],
-                "timestamp": get(light, "timestamp"),
-                "childCount": children.get(key(eid), 0),
-            }
-            role = get(get(light, "message"), "role")
-            if type(role) is str:
-                node["role"] = role
-            if type(label) is str:
-                node["label"] = label
-            nodes.append(node)
-        return {"leafId": session.leaf_id, "nodes": nodes}
+        return host.session.tree_view()
 
     async def branch(
         self, user: Subscriber, session_id: str, entry_id: str | None, full: bool

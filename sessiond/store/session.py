@@ -302,6 +302,38 @@ class Session:
         with self._lock:
             return self._index.full_path(self._index.tree.children(entry_id))
 
+    def tree_view(self) -> dict[str, Any]:
+        """``tree/get``'s answer: every entry as a flat node, in file order, and the leaf.
+
+        Flat (parent ids and child counts) rather than nested, so a client can draw a huge
+        tree lazily, and with the index's previews so drawing it reads no entry bodies.
+        """
+        with self._lock:
+            index, tree = self._index, self._index.tree
+            children: dict[Any, int] = {}
+            for light in (tree.get(i) for i in tree.ids()):
+                parent_key = key(get(light, "parentId"))
+                children[parent_key] = children.get(parent_key, 0) + 1
+            nodes = []
+            for pos, light in enumerate(tree.entries):
+                eid = get(light, "id")
+                label = tree.label(eid)
+                node: dict[str, Any] = {
+                    "id": eid,
+                    "parentId": get(light, "parentId"),
+                    "type": get(light, "type"),
+                    "preview": index.previews[pos],
+                    "timestamp": get(light, "timestamp"),
+                    "childCount": children.get(key(eid), 0),
+                }
+                role = get(get(light, "message"), "role")
+                if type(role) is str:
+                    node["role"] = role
+                if type(label) is str:
+                    node["label"] = label
+                nodes.append(node)
+            return {"leafId": tree.leaf_id, "nodes": nodes}
+
     def tree_nodes(self) -> list[TreeNode]:
         """Pi's ``getTree()`` over light entries."""
         with self._lock:

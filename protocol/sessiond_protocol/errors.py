@@ -8,6 +8,7 @@ an I/O failure, ``entryId``/``sessionId`` for what was not found.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ErrorCode(IntEnum):
@@ -71,3 +72,30 @@ ERRORS: dict[ErrorCode, str] = {
     ErrorCode.CHECKPOINT_NOT_FOUND: "No file-history checkpoint with this messageId in the session.",
     ErrorCode.SUMMARIZER_UNAVAILABLE: "The chosen summarizer cannot be used (not configured, no capable client connected).",
 }
+
+
+def field_path(loc: tuple[Any, ...], params: Any) -> str:
+    """The dotted path (``data.field``) of a pydantic error location into what was sent.
+
+    pydantic puts a discriminated union's tag and its own function/union markers into the
+    location (``entries.0.message.role`` comes back as ``entries.0.message.message.role``);
+    the daemon and the client both name the field by the path into the input instead.
+    """
+    parts: list[str] = []
+    current = params
+    tag_checked = False
+    for item in loc:
+        if isinstance(current, dict) and not tag_checked and current.get("type") == item:
+            tag_checked = True
+            continue  # the union variant's tag, not a field
+        tag_checked = False
+        if (isinstance(current, dict) and item in current) or (
+            isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current)
+        ):
+            current = current[item]
+        elif isinstance(item, str) and item.startswith(("function-", "union[", "tagged-union")):
+            continue
+        else:
+            current = None
+        parts.append(str(item))
+    return ".".join(parts)

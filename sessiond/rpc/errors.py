@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException
 
 from sessiond_protocol import ErrorCode
+from sessiond_protocol.errors import field_path
 
 from .. import errors as E
 from ..filehistory import BlobCorruptError, BlobMissingError, FileAccessError, PathRefusedError
@@ -58,37 +59,10 @@ class RpcError(JsonRpcException):
         super().__init__(message=message, code=int(code), data=data)
 
 
-def _field_path(loc: tuple[Any, ...], params: Any) -> str:
-    """The dotted path of the offending field, following the input to drop union tags.
-
-    pydantic puts a discriminated union's tag into the location (``entries.0.message.role``
-    comes back as ``entries.0.message.message.role``); the client wants the path into what
-    it sent.
-    """
-    parts: list[str] = []
-    current = params
-    tag_checked = False
-    for item in loc:
-        if isinstance(current, dict) and not tag_checked and current.get("type") == item:
-            tag_checked = True
-            continue  # the union variant's tag, not a field
-        tag_checked = False
-        if (isinstance(current, dict) and item in current) or (
-            isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current)
-        ):
-            current = current[item]
-        elif isinstance(item, str) and item.startswith(("function-", "union[", "tagged-union")):
-            continue
-        else:
-            current = None
-        parts.append(str(item))
-    return ".".join(parts)
-
-
 def from_validation(exc: ValidationError, params: Any = None) -> RpcError:
     problems = []
     for err in exc.errors(include_url=False, include_input=False):
-        problems.append({"field": _field_path(tuple(err["loc"]), params), "reason": err["msg"]})
+        problems.append({"field": field_path(tuple(err["loc"]), params), "reason": err["msg"]})
     first = problems[0] if problems else {"field": "", "reason": "invalid"}
     message = f"Invalid params: {first['field'] or 'params'}: {first['reason']}"
     if len(problems) > 1:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from sessiond_protocol import ErrorCode
+from sessiond_protocol.errors import field_path
 
 from .client import ConnectionClosedError, RpcError
 
@@ -305,32 +306,10 @@ class DaemonUnavailable(ConnectionError):
 # --------------------------------------------------------------------------- client-side checks
 
 
-def _field_path(loc: tuple[Any, ...], params: Any) -> str:
-    """The dotted path into what was sent (pydantic adds union tags to locations: drop them)."""
-    parts: list[str] = []
-    current = params
-    tag_checked = False
-    for item in loc:
-        if isinstance(current, dict) and not tag_checked and current.get("type") == item:
-            tag_checked = True
-            continue
-        tag_checked = False
-        if (isinstance(current, dict) and item in current) or (
-            isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current)
-        ):
-            current = current[item]
-        elif isinstance(item, str) and item.startswith(("function-", "union[", "tagged-union")):
-            continue
-        else:
-            current = None
-        parts.append(str(item))
-    return ".".join(parts)
-
-
 def invalid_params(exc: ValidationError, params: Any, method: str) -> InvalidParams:
     """The :class:`InvalidParams` the daemon would answer, raised before sending (as it words it)."""
     problems = [
-        {"field": _field_path(tuple(err["loc"]), params), "reason": err["msg"]}
+        {"field": field_path(tuple(err["loc"]), params), "reason": err["msg"]}
         for err in exc.errors(include_url=False, include_input=False)
     ]
     first = problems[0] if problems else {"field": "", "reason": "invalid"}

@@ -514,13 +514,13 @@ class Service:
         session = host.session
         if entry_id is not None and entry_id not in session.tree:
             raise EntryNotFoundError(entry_id)
-        ids = session.branch_ids(UNDEFINED if entry_id is None else entry_id)
-        result: dict[str, Any] = {"entryIds": ids}
-        if full:
-            result["entries"] = await anyio.to_thread.run_sync(
-                lambda: session.branch(UNDEFINED if entry_id is None else entry_id)
-            )
-        return result
+        start = UNDEFINED if entry_id is None else entry_id
+        if not full:
+            return {"entryIds": session.branch_ids(start)}
+        # The ids from the entries read: one walk (for Claude Code, one reconstruction), and the
+        # two lists cannot disagree if an append lands in between.
+        entries = await anyio.to_thread.run_sync(lambda: session.branch(start))
+        return {"entryIds": [get(e, "id") for e in entries], "entries": entries}
 
     async def context(self, user: Subscriber, session_id: str, leaf_id: str | None) -> dict[str, Any]:
         host = await self.host(session_id, user)

@@ -135,17 +135,16 @@ class ClaudeSession(Session):
         """
         tree = self._index.tree
         leaf = tree.leaf_id if from_id is UNDEFINED or from_id is None else from_id
-        walked = tree.branch(from_id)
-        if not walked or not truthy(leaf):
-            return walked
+        if not truthy(leaf) or tree.get(leaf) is None:
+            return tree.branch(from_id)
         rec = self.reconstruction
         if key(rec.leaf_uuid) != key(leaf):
             try:
                 rec = reconstruct(self.transcript, leaf=leaf)
             except EntryNotFoundError:
-                return walked
+                return tree.branch(from_id)
         if not rec.chain or key(rec.chain[-1]) != key(leaf):
-            return walked
+            return tree.branch(from_id)
         path = [tree.get(uuid) for uuid in rec.chain]
         return [entry for entry in path if entry is not None]
 

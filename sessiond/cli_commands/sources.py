@@ -166,12 +166,15 @@ class FileSource:
             raise EntryNotFoundError(entry_id)
 
     async def branch(self, entry_id: str | None, *, full: bool = True) -> dict[str, Any]:
-        from ..model.js import UNDEFINED  # noqa: PLC0415
+        from ..model.js import UNDEFINED, get  # noqa: PLC0415
 
         if entry_id is not None:
             self._check(entry_id)
         start = UNDEFINED if entry_id is None else entry_id
-        return {"entryIds": self.session.branch_ids(start), "entries": self.session.branch(start)}
+        if not full:
+            return {"entryIds": self.session.branch_ids(start)}
+        entries = self.session.branch(start)  # one walk: the ids come from the entries
+        return {"entryIds": [get(e, "id") for e in entries], "entries": entries}
 
     async def context(self, leaf_id: str | None) -> dict[str, Any]:
         from ..model.js import get  # noqa: PLC0415

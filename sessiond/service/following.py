@@ -24,13 +24,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import SessiondError
+from ..store.listing import ListingCache
 from .catalog import UUID_STEM, Listed
-from .hub import WARNING
+from .config import WatchConfig
+from .hub import LIST_TOPIC
+from .peer import WARNING
+from .registry import SessionRegistry
+from .views import summary
 from .watcher import FileEvent, Watcher
 
 if TYPE_CHECKING:
     from .host import SessionHost
-    from .service import Service
 
 log = logging.getLogger("sessiond.watch")
 
@@ -48,9 +52,10 @@ class Follower:
     ROOT_CHECK_INTERVAL = 2.0
     """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        config = service.config.watch
+    def __init__(self, registry: SessionRegistry, listing: ListingCache, config: WatchConfig) -> None:
+        self.registry = registry
+        self.listing = listing
+        """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
         self.foreign = Watcher(
             self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
@@ -70,12 +75,12 @@ class Follower:
         if not self.enabled:
             return
         missing = []
-        for root in self.service.catalog.roots:
+        for root in self.registry.catalog.roots:
             if root.path.is_dir():
                 self._watcher(root).watch_dir(root.path, recursive=True)
             else:
                 missing.append(root)
-        for host in list(self.service.hosts.values()):
+        for host in list(self.registry.hosts.values()):
             self.opened(host)
         async with anyio.create_task_group() as tg:
             if missing:
@@ -120,14 +125,14 @@ class Follower:
         for event in events:
             host = None
             try:
-                host = self.service.host_at(event.path)
+                host = self.registry.host_at(event.path)
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:
-                    self.service.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
+                    self.registry.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
                 else:
                     log.warning("%s: %s", event.path, message)
 
@@ -135,13 +140,13 @@ class Follower:
         session = host.session
         if event.kind == "deleted":
             self._publish_change(host, "deleted", None, host.session.entry_count)
-            self.service.drop_host(host)
+            self.registry.drop_host(host)
             return
         if event.kind in ("grown", "created"):
             result = await anyio.to_thread.run_sync(session.ingest)
             if result.reload_required is None:
                 if result.entries:
-                    self.service.file_history.forget(host.id)  # snapshots may have arrived
+                    self.registry.changed(host)  # file snapshots may have arrived, for one
                     host.announce_external(result.entries)
                 return
             kind = "replaced" if "replaced" in result.reload_required else "rewritten"
@@ -151,15 +156,7 @@ class Follower:
 
     async def _reload(self, host: SessionHost, reason: str) -> None:
         previous_leaf, previous_count = host.session.leaf_id, host.session.entry_count
-        root = host.root
-        fresh = await anyio.to_thread.run_sync(
-            lambda: self.service.catalog.open(root, host.session.path, self.service.config.durability)
-        )
-        old = host.session
-        host.replace_session(fresh)
-        self.service.file_history.forget(host.id)
-        old.close()
-        self.opened(host)
+        self.registry.serve(host, await self.registry.read_again(host))
         self._publish_change(host, reason, previous_leaf, previous_count)
         host.publish_usage(force=True)
 
@@ -167,7 +164,7 @@ class Follower:
         self, host: SessionHost, reason: str, previous_leaf: Any, previous_count: int
     ) -> None:
         session = host.session
-        self.service.hub.publish(
+        self.registry.hub.publish(
             host.id,
             {
                 "sessionUpdate": "external_change",
@@ -182,12 +179,10 @@ class Follower:
     # ------------------------------------------------------------------ listings
 
     def _list_update(self, event: FileEvent) -> None:
-        service = self.service
-        from .service import LIST_TOPIC, summary  # noqa: PLC0415 (the service imports this module)
-
-        if not service.hub.subscriber_count(LIST_TOPIC):
+        registry = self.registry
+        if not registry.hub.subscriber_count(LIST_TOPIC):
             return
-        root = service.catalog.root_of(event.path)
+        root = registry.catalog.root_of(event.path)
         if root.format == "claude-code" and not UUID_STEM.fullmatch(event.path.stem):
             return  # sub-agent transcripts and other files are not sessions
         if event.kind == "deleted":
@@ -196,9 +191,9 @@ class Follower:
             self._send(session_id, {"change": "removed", "session": None, "path": str(event.path)})
             return
         info = (
-            service.catalog.claude_info(event.path)
+            registry.catalog.claude_info(event.path)
             if root.format == "claude-code"
-            else service.listing.info(os.fspath(event.path))
+            else self.listing.info(os.fspath(event.path))
         )
         if info is None:
             return
@@ -212,8 +207,6 @@ class Follower:
         )
 
     def _send(self, session_id: str, fields: dict[str, Any]) -> None:
-        from .service import LIST_TOPIC  # noqa: PLC0415
-
         update = {"sessionUpdate": "session_list_update", **fields}
-        for subscriber in self.service.hub.subscribers(LIST_TOPIC):
+        for subscriber in self.registry.hub.subscribers(LIST_TOPIC):
             subscriber.send_update(session_id, update)

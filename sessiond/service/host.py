@@ -193,12 +193,28 @@ def _now_iso() -> str:
 def default_window_for(
     overrides: dict[str, int], settings_window: Callable[[str], int | None]
 ) -> views.WindowFor:
-    """The context window of a session: its own setting, else config overrides, else the table."""
+    """The context window of a session: its own setting, else config overrides, else the table.
+
+    Asked after every append (the compaction policy), so a model's window is looked up in the
+    tables once and remembered (the tables do not change while the daemon runs).
+    """
+    known: dict[tuple[str, str], int | None] = {}
 
     def window(session: Session, model: Any) -> int | None:
         own = settings_window(session.id)
         if own:
             return own
-        return context_window(get(model, "provider"), get(model, "modelId"), overrides)
+        provider, model_id = get(model, "provider"), get(model, "modelId")
+        if type(provider) is not str or type(model_id) is not str:
+            return context_window(provider, model_id, overrides)
+        if (provider, model_id) in known:
+            return known[provider, model_id]
+        if len(known) >= _KNOWN_MODELS:
+            known.clear()  # a client inventing model names cannot grow this
+        found = known[provider, model_id] = context_window(provider, model_id, overrides)
+        return found
 
     return window
+
+
+_KNOWN_MODELS = 256

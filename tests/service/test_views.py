@@ -13,9 +13,11 @@ import pytest
 
 from sessiond.cli_commands.sources import FileSource
 from sessiond.errors import EntryNotFoundError, InvalidArgumentError
+from sessiond.service import host as host_module
 from sessiond.service import views
 from sessiond.service.results import wire
 from sessiond.service.service import Service
+from sessiond.service.windows import context_window
 from sessiond_protocol import methods as M
 from tests.builders import assistant, user
 from tests.service.peers import FakePeer, make_service
@@ -227,3 +229,39 @@ async def test_service_results_validate_as_their_protocol_models(tmp_path: Path)
         sent = wire(result)
         type(result).model_validate(sent)
     service.close_all()
+
+
+# ---------------------------------------------------------------------------- context windows
+
+
+def test_a_sessions_window_is_its_own_setting_else_the_tables_remembered_per_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looked_up: list[Any] = []
+
+    def counted(provider: Any, model_id: Any, overrides: Any = None) -> int | None:
+        looked_up.append(model_id)
+        return context_window(provider, model_id, overrides)
+
+    monkeypatch.setattr(host_module, "context_window", counted)
+    own: dict[str, int | None] = {}
+    window = host_module.default_window_for({"gpt-4o": 64_000}, own.get)
+
+    class Session:
+        id = "s1"
+
+    s: Any = Session()
+    claude = {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}
+    assert window(s, claude) == window(s, claude) == 200_000
+    assert looked_up == ["claude-sonnet-4-5"], "looked up once"
+    assert window(s, {"provider": "openai", "modelId": "gpt-4o"}) == 64_000  # the config wins
+    assert window(s, {"provider": "x", "modelId": "unheard-of"}) is None
+    assert window(s, None) is None and window(s, {"provider": 1, "modelId": ["odd"]}) is None
+    own["s1"] = 50_000
+    assert window(s, claude) == 50_000, "the session's own setting wins over a remembered model"
+    own["s1"] = None
+    for n in range(host_module._KNOWN_MODELS):  # invented names: what is remembered stays bounded
+        window(s, {"provider": "x", "modelId": f"claude-{n}"})
+    looked_up.clear()
+    assert window(s, claude) == 200_000
+    assert looked_up == ["claude-sonnet-4-5"], "forgotten when the memory was full"

@@ -4,10 +4,10 @@ A FILE argument is always read here. A session id is asked of the daemon — exc
 ``--no-start`` when no daemon runs: then its file is found in the roots (as the daemon would
 find it) and read here too, so ``show``/``tree``/``context``/``usage``/``ls`` work with no
 daemon at all and never start one. Both give the same shapes — the results of
-``session/load``, ``tree/get``, ``tree/branch``, ``context/get`` and ``context/usage`` — so a
-command renders them one way. A file is only read: a Pi file through :meth:`Session.open` with
-``read_only`` (a v1/v2 file is migrated in memory, never rewritten), a Claude Code transcript
-through :class:`ClaudeSession`.
+``session/load``, ``tree/get``, ``tree/branch``, ``context/get`` and ``context/usage``, made by
+the same code (:mod:`sessiond.service.views`) — so a command renders them one way. A file is
+only read: a Pi file through :meth:`Session.open` with ``read_only`` (a v1/v2 file is migrated
+in memory, never rewritten), a Claude Code transcript through :class:`ClaudeSession`.
 """
 
 from __future__ import annotations

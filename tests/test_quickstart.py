@@ -5,7 +5,7 @@ would: the block marked ``terminal-1`` (``scripts/run``) stays running in the ba
 first terminal does, every other block runs to completion in a shell. ``console`` blocks are
 output and placeholders, not commands. The environment is a fresh home directory — so the
 default store (``~/.local/share/sessiond``), Pi's and Claude Code's directories are the ones a new
-user has — with one real Claude Code transcript from the shared fixtures in ``~/.claude`` so the
+user has — with one real Claude Code transcript from ``tests/fixtures`` in ``~/.claude`` so the
 "sessions of other agents" step has something to show.
 
 Beyond exit codes, the outputs are checked for what the page says they show.
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import CLAUDE_FIXTURES, REPO
+
 PAGE = REPO / "docs" / "quickstart.md"
-FIXTURES = REPO.parent / "shared" / "fixtures" / "claude-code"
-CLAUDE_FIXTURE = FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
+CLAUDE_FIXTURE = CLAUDE_FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 
 BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -53,8 +53,7 @@ def newcomer(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     project = home / ".claude" / "projects" / "-work-demo"
     project.mkdir(parents=True)
-    if CLAUDE_FIXTURE.exists():
-        shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
+    shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
     env = {
         k: v
         for k, v in os.environ.items()

@@ -6,7 +6,7 @@
 
 1. tests/golden/generated/gen-*.jsonl  <- generate_sessions.generate(random.Random(seed + i), i)
 2. tests/golden/fixtures/<name>.jsonl.gz <- Pi's migrated (v1 -> v3) copy of each
-   ../shared/fixtures/pi/*.v1.jsonl, as written by the harness (--emit). Migration assigns
+   tests/fixtures/pi/*.v1.jsonl, as written by the harness (--emit). Migration assigns
    RANDOM ids, so existing copies are kept unless --refresh-fixtures is given (or one is missing).
 3. tests/golden/oracle/<variant>.jsonl[.gz] <- harness results (one JSON object per line, sorted
    by file basename, "file" = basename) for every generated file and every migrated fixture, in
@@ -35,7 +35,7 @@ GOLDEN = REPO / "tests" / "golden"
 GENERATED = GOLDEN / "generated"
 FIXTURES = GOLDEN / "fixtures"
 ORACLE_OUT = GOLDEN / "oracle"
-FIXTURE_SRC = REPO.parent / "shared" / "fixtures" / "pi"
+FIXTURE_SRC = REPO / "tests" / "fixtures" / "pi"
 
 VARIANTS: dict[str, list[str]] = {
     "plain": ["--full"],

@@ -19,7 +19,7 @@ import pytest
 from sessiond.formats.pi import load_session
 from sessiond.inspection import describe_session
 from sessiond.model.tree import SessionTree
-from tests.conftest import REPO, SHARED, oracle_dir
+from tests.conftest import FIXTURES, REPO, oracle_dir
 from tests.oracle.compare import VARIANTS, differences
 from tests.oracle.generate_sessions import generate
 from tests.oracle.mutations import mutate
@@ -86,12 +86,7 @@ def _write_cases(directory: Path) -> list[Path]:
         path.write_text(HEADER + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
         files.append(path)
     files.append(REPO / "examples" / "auth-refactor.jsonl")
-    seed_text = (SHARED / "seeds").glob("000_*.txt")
-    for seed in seed_text:
-        lines = [ln for ln in seed.read_text(encoding="utf-8").splitlines() if ln.startswith('{"type"')]
-        path = directory / "seed-worked-example.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(path)
+    files.append(FIXTURES / "design" / "worked-example.jsonl")
     return files
 
 

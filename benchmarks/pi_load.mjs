@@ -5,7 +5,7 @@
 // Usage: node benchmarks/pi_load.mjs PI_PACKAGE_DIR FILE.jsonl
 //   PI_PACKAGE_DIR = .../node_modules/@earendil-works/pi-coding-agent (from a pi-oracle install)
 //
-// Like pi-oracle's harness.mjs it deep-imports dist/core/session-manager.js by file URL,
+// Like tests/oracle/harness.mjs it deep-imports dist/core/session-manager.js by file URL,
 // points PI_CODING_AGENT_DIR at a throw-away dir and sets PI_OFFLINE=1. The file is copied
 // into a temp dir first (outside the timed part) because SessionManager.open() may repair it.
 // Timed ("core"): SessionManager.open(copy, dir) + manager.buildSessionContext().

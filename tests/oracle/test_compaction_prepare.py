@@ -31,6 +31,7 @@ from tests.conftest import PI_FIXTURES, REPO, oracle_dir
 from tests.oracle.compare import differences
 from tests.oracle.generate_sessions import generate
 from tests.oracle.mutations import mutate
+from tests.oracle.pi import pi_result
 from tests.rpc.conftest import start_daemon
 
 ORACLE = oracle_dir()
@@ -156,15 +157,7 @@ def _into_store(store: Path, source: Path) -> str:
 
 def pi_context(path: Path) -> list[Any]:
     assert ORACLE is not None
-    proc = subprocess.run(
-        ["node", str(ORACLE / "harness.mjs"), "--raw", str(path)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=True,
-        timeout=120,
-    )
-    result = json.loads(proc.stdout)
+    result = pi_result(ORACLE, path, "--raw")
     assert "error" not in result, result["error"]
     return list(result["context"]["raw"])
 

@@ -8,9 +8,7 @@ connections, and files are read back from disk with sessiond's loader (and Pi's 
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import orjson
 
 from sessiond.formats.pi import LoadedSession, load_session
 from tests.conftest import oracle_dir
+from tests.oracle.pi import pi_result
 from tests.rpc.conftest import Daemon, start_daemon
 
 
@@ -111,15 +110,7 @@ def pi_loads(path: Path) -> dict[str, Any] | None:
     oracle = oracle_dir()
     if oracle is None:
         return None
-    out = subprocess.run(
-        ["node", str(oracle / "harness.mjs"), "--full", "--jsonl", str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return pi_result(oracle, path, "--full")
 
 
 def text_of(entry: dict[str, Any]) -> str:

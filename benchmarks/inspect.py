@@ -122,7 +122,7 @@ stats.sort_stats("tottime").print_stats(top)
 
 
 # --------------------------------------------------------------------------- generator
-# Deterministic (seeded), stdlib only. Pi v3 lines, key order per pi-format §1.4, written like
+# Deterministic (seeded), stdlib only. Pi v3 lines, key order per docs/pi-format.md §1.3, written like
 # JSON.stringify (compact, non-ASCII unescaped).
 
 _WORDS = (  # noqa: SIM905

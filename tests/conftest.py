@@ -2,7 +2,7 @@
 
 anyio's pytest plugin runs async tests; the backend is pinned to asyncio because pygls (the
 daemon's JSON-RPC layer) is asyncio-only, and an installed trio would otherwise double every
-async test (tech-notes B.4).
+async test (docs/design-notes.md §3).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ One JSON file per sample directory of ``tests/fixtures/claude-code``, holding a 
 transcript in it (the main file and its sub-agent files): load diagnostics, titles, the leaf and
 the reconstructed chain, the messages (role and the fields that identify them), usage, the Pi
 tree and the sub-agent links. ``tests/formats/test_claude_code.py`` recomputes the same summary
-and compares; the numbers that matter were reviewed by hand against the format notes (§12.1)
-and are also asserted literally there.
+and compares; the numbers that matter were reviewed by hand (docs/claude-code.md, "Results on
+the shipped samples") and are also asserted literally there.
 
 Run after a deliberate change of behaviour, then review the diff::
 

@@ -1,4 +1,4 @@
-"""The Claude Code transcript reader (format notes §7, §8, §12, §15) on real and synthetic files."""
+"""The Claude Code transcript reader (docs/claude-code.md) on real and synthetic files."""
 
 from __future__ import annotations
 
@@ -127,10 +127,11 @@ def test_every_transcript_reconstructs_to_a_valid_request(rel: str) -> None:
     assert all(u in tree for u in r.chain)
 
 
-# The §12.1 table of the format notes, reviewed by hand. "naive" = the plain parent walk from the
-# leaf, "chain" = after orphan recovery. The notes' prototype picked the newest entry of *any*
-# type as the leaf (the "session" rule); where the file ends in childless system entries the
-# resume-file rule (§15, the default) stops at the last user/assistant entry instead.
+# The table of docs/claude-code.md ("Results on the shipped samples"), reviewed by hand.
+# "naive" = the plain parent walk from the leaf, "chain" = after orphan recovery. An earlier
+# prototype picked the newest entry of *any* type as the leaf (the "session" rule); where the
+# file ends in childless system entries the resume-file rule (the default) stops at the last
+# user/assistant entry instead.
 TABLE_12_1 = [
     # rel, naive, chain, unpaired before, unpaired after, recovered
     (H7_AGENT, 38, 59, 9, 0, 21),
@@ -140,7 +141,7 @@ TABLE_12_1 = [
     (H10, 28, 28, 0, 0, 0),
     (H1, 32, 32, 0, 0, 0),
     (H6, 95, 95, 0, 0, 0),
-    (H5, 73, 75, 0, 0, 2),  # §15: message.id grouping pulls in the non-streamed retry copy
+    (H5, 73, 75, 0, 0, 2),  # message.id grouping pulls in the non-streamed retry copy
 ]
 
 

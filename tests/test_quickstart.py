@@ -19,12 +19,12 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CLAUDE_FIXTURES, REPO
+from tests.harness.daemon import wait_until_ready
 
 PAGE = REPO / "docs" / "quickstart.md"
 CLAUDE_FIXTURE = CLAUDE_FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
@@ -63,18 +63,6 @@ def newcomer(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _wait_for_socket(store: Path, daemon: subprocess.Popen[bytes], log: Path) -> None:
-    socket = store / "run" / "sessiond.sock"
-    deadline = time.monotonic() + 180  # the first scripts/run may pip-install
-    while time.monotonic() < deadline:
-        if socket.exists():
-            return
-        if daemon.poll() is not None:
-            pytest.fail(f"scripts/run exited with {daemon.returncode}:\n{log.read_text()}")
-        time.sleep(0.1)
-    pytest.fail(f"the daemon never listened:\n{log.read_text()}")
-
-
 def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
     workspace = Path("/tmp/sessiond-quickstart")  # the page's path, as a user would type it
     shutil.rmtree(workspace, ignore_errors=True)
@@ -94,7 +82,8 @@ def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
                     )
-                _wait_for_socket(store, daemon, log)
+                # the first scripts/run may pip-install before the daemon starts
+                wait_until_ready(store / "run" / "sessiond.sock", daemon, log, timeout=180)
                 continue
             done = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", script],

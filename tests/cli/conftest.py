@@ -24,7 +24,7 @@ import pytest
 
 from tests.builders import assistant, user
 from tests.conftest import CLAUDE_FIXTURES, PI_FIXTURES, REPO
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 SESSIOND = Path(sys.executable).parent / "sessiond"
 EXAMPLE = REPO / "examples" / "auth-refactor.jsonl"

@@ -28,11 +28,11 @@ from sessiond.model.tree import SessionTree
 from sessiond.store.session import Session
 from sessiond_client import Client
 from tests.conftest import PI_FIXTURES, REPO, oracle_dir
+from tests.harness.daemon import start_daemon
 from tests.oracle.compare import differences
 from tests.oracle.generate_sessions import generate
 from tests.oracle.mutations import mutate
 from tests.oracle.pi import pi_result
-from tests.rpc.conftest import start_daemon
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]

@@ -1,7 +1,7 @@
 """Helpers shared by the reliability tests: (re)starting and killing the real daemon, reading files.
 
 Everything here drives real processes: the daemon is ``python -m sessiond serve`` on a real
-Unix socket (``tests/rpc/conftest.start_daemon``), clients are ``sessiond_client.Client``
+Unix socket (``tests.harness.daemon.start_daemon``), clients are ``sessiond_client.Client``
 connections, and files are read back from disk with sessiond's loader (and Pi's own code when
 ``pi-oracle`` is installed).
 """
@@ -17,21 +17,22 @@ import orjson
 
 from sessiond.formats.pi import LoadedSession, load_session
 from tests.conftest import oracle_dir
+from tests.harness.daemon import Daemon, start_daemon
 from tests.oracle.pi import pi_result
-from tests.rpc.conftest import Daemon, start_daemon
 
 
 def restart(tmp: Path, generation: int, **kw: Any) -> Daemon:
-    """Start a daemon on the store in ``tmp`` (again), waiting until it listens.
+    """Start a daemon on the store in ``tmp`` (again), once it answers.
 
-    The previous daemon's log is moved aside first (``daemon.<n>.log``) so that "listening on"
-    is this daemon's line; a socket left behind by a killed daemon stays where it was, for the
-    new daemon to replace (it holds the store lock, so the old socket is stale).
+    The previous daemon's log is moved aside first (``daemon.<n>.log``), so each log holds one
+    daemon's lines; a socket left behind by a killed daemon stays where it was, for the new
+    daemon to replace (it holds the store lock, so the old socket is stale): the harness waits
+    for a connection that completes ``initialize``, which the stale socket never gives.
     """
     log = tmp / "daemon.log"
     if log.exists():
         log.rename(tmp / f"daemon.{generation}.log")
-    return start_daemon(tmp, wait_for="log:listening on", **kw)
+    return start_daemon(tmp, **kw)
 
 
 def kill(daemon: Daemon) -> None:

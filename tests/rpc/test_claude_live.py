@@ -22,7 +22,7 @@ from sessiond.store.claude import ClaudeSession
 from sessiond_client import Client, RpcError
 from sessiond_protocol import ErrorCode
 from tests.conftest import CLAUDE_FIXTURES
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
 

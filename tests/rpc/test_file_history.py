@@ -15,7 +15,7 @@ from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import CLAUDE_FIXTURES
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ import pytest
 
 from sessiond.formats.pi import load_session
 from tests.conftest import oracle_dir
+from tests.harness.daemon import Daemon
 from tests.oracle.pi import pi_result
-from tests.rpc.conftest import Daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Times Pi's own load + context on one session file, in this (fresh) process.
-// Used by benchmarks/inspect.py; one `node` process per measured run.
+// Used by benchmarks/inspect_bench.py; one `node` process per measured run.
 //
 // Usage: node benchmarks/pi_load.mjs PI_PACKAGE_DIR FILE.jsonl
 //   PI_PACKAGE_DIR = .../node_modules/@earendil-works/pi-coding-agent (from a pi-oracle install)

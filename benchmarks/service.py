@@ -15,38 +15,38 @@ busy neighbour slows the reference and the measured run alike:
 2. **result** - the typed ``AppendResult`` (``model_construct``) and ``wire()`` against the plain
    dict the service answered with before results were typed, per call.
 
-Run: ``.venv/bin/python benchmarks/service.py [--quick] [--rounds N] [--appends N] [--json]``.
-Scratch stores go to ``benchmarks/out/service-tmp/`` (removed at the end).
+Run: ``.venv/bin/python -m benchmarks.service [--quick] [--rounds N] [--appends N] [--json]``.
+Scratch stores go to ``benchmarks/out/service-tmp/`` (``--out``; removed at the end).
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
-# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+from __future__ import annotations
+
+import argparse
+import asyncio
 import os
+import statistics
 import sys
+import time
+import timeit
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
+from benchmarks.harness import Bench, Extract, Scratch, main, pct
+from sessiond.model.js_json import dumps
+from sessiond.service.config import load_config
+from sessiond.service.results import wire
+from sessiond.service.service import Service
+from sessiond.store.session import Session
+from sessiond_protocol import methods as M
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-import timeit  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from measure import Scratch, pct  # noqa: E402
-
-from sessiond.model.js_json import dumps  # noqa: E402
-from sessiond.service.config import load_config  # noqa: E402
-from sessiond.service.results import wire  # noqa: E402
-from sessiond.service.service import Service  # noqa: E402
-from sessiond.store.session import Session  # noqa: E402
-from sessiond_protocol import methods as M  # noqa: E402
-
-OUT_DIR = Path(_HERE) / "out"
+BENCH = Bench(
+    "service",
+    "benchmarks.service",
+    "the service layer's own cost per append, in-process",
+    "Session.append_message in the same rounds; the plain dict an append used to answer with",
+    {"smoke": ("--rounds", "1", "--appends", "200"), "quick": ("--quick",), "full": ()},
+    quick="3 rounds of 1,000 appends",
+)
 CWD = "/bench/service"
 
 
@@ -171,19 +171,17 @@ def result_rows(number: int) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 rounds of 1,000 appends")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 7; quick 3)")
     ap.add_argument("--appends", type=int, default=None, help="appends per round (default 3000; quick 1000)")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument("--json-out", type=Path, default=None, help="also write the results as JSON here")
-    args = ap.parse_args()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     rounds = args.rounds or (3 if args.quick else 7)
     appends = args.appends or (1000 if args.quick else 3000)
-    scratch = Scratch(OUT_DIR / "service-tmp")
+    scratch = Scratch(Path(args.out) / "service-tmp")
     try:
-        res = {
+        return {
             "rounds": rounds,
             "appends": appends,
             "loadAverage": os.getloadavg()[0],
@@ -192,13 +190,11 @@ def main() -> int:
         }
     finally:
         scratch.cleanup()
-    if args.json_out is not None:
-        args.json_out.write_text(json.dumps(res, indent=2))
-    if args.json:
-        print(json.dumps(res, indent=2))
-        return 0
+
+
+def report(res: dict[str, Any]) -> None:
     load = res["loadAverage"]
-    print(f"service benchmark: {rounds} interleaved rounds of {appends} appends, load average {load:.1f}")
+    print(f"service benchmark: {res['rounds']} interleaved rounds of {res['appends']} appends, load {load:.1f}")
     print("\n1. append: CPU per append (median of rounds) and latency, against Session.append_message")
     print(f"{'':12} {'cpu us':>8} {'p50 us':>8} {'p99 us':>8} {'overhead us':>12} {'x ref':>6}")
     for name, row in res["append"].items():
@@ -212,8 +208,18 @@ def main() -> int:
         f"   dict {r['dictUs']:.2f} us; model_construct {r['modelConstructUs']:.2f} us"
         f" + wire {r['wireUs']:.2f} us = {r['addedUs']:.2f} us more than the dict"
     )
-    return 0
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Service.append against the store's append; the typed result against the dict."""
+    e = Extract(notes=[f"{d['rounds']} interleaved rounds of {d['appends']} appends, in-process"])
+    ref = d["append"]["reference"]["cpuUs"]
+    for name, label in (("service", "Service.append, CPU per append"), ("subscribed", "... with a subscriber")):
+        e.add(label, d["append"][name]["cpuUs"], "us", "Session.append_message", ref)
+    r = d["result"]
+    e.add("AppendResult: model_construct + wire", r["modelConstructUs"] + r["wireUs"], "us", "a dict", r["dictUs"])
+    return e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

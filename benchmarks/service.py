@@ -193,8 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(res: dict[str, Any]) -> None:
-    load = res["loadAverage"]
-    print(f"service benchmark: {res['rounds']} interleaved rounds of {res['appends']} appends, load {load:.1f}")
+    rounds, appends, load = res["rounds"], res["appends"], res["loadAverage"]
+    print(f"service benchmark: {rounds} interleaved rounds of {appends} appends, load average {load:.1f}")
     print("\n1. append: CPU per append (median of rounds) and latency, against Session.append_message")
     print(f"{'':12} {'cpu us':>8} {'p50 us':>8} {'p99 us':>8} {'overhead us':>12} {'x ref':>6}")
     for name, row in res["append"].items():
@@ -214,10 +214,12 @@ def extract(d: dict[str, Any]) -> Extract:
     """Service.append against the store's append; the typed result against the dict."""
     e = Extract(notes=[f"{d['rounds']} interleaved rounds of {d['appends']} appends, in-process"])
     ref = d["append"]["reference"]["cpuUs"]
-    for name, label in (("service", "Service.append, CPU per append"), ("subscribed", "... with a subscriber")):
+    labels = (("service", "Service.append, CPU per append"), ("subscribed", "... with a subscriber"))
+    for name, label in labels:
         e.add(label, d["append"][name]["cpuUs"], "us", "Session.append_message", ref)
     r = d["result"]
-    e.add("AppendResult: model_construct + wire", r["modelConstructUs"] + r["wireUs"], "us", "a dict", r["dictUs"])
+    typed = r["modelConstructUs"] + r["wireUs"]
+    e.add("AppendResult: model_construct + wire", typed, "us", "a dict", r["dictUs"])
     return e
 
 

@@ -21,8 +21,9 @@ from .base import (
     runner,
 )
 
-INFO_WAIT = 5.0
-"""Seconds to wait for ``ui.json`` of a daemon that is starting (it is written before the socket)."""
+INFO_WAIT = 0.5
+"""Seconds to wait for ``ui.json``: the daemon writes it before it opens its socket, so it is there
+when the connection is; the wait only covers a slow file system."""
 
 
 def register(sub: Any) -> None:

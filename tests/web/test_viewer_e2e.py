@@ -37,7 +37,9 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.slow,
     pytest.mark.skipif(NODE is None, reason="node is not installed"),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed (scripts/setup-web-tests)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason="chromium is not installed (scripts/setup-web-tests)"
+    ),
     pytest.mark.skipif(
         not (NODE_DIR / "node_modules" / "playwright-core").is_dir(),
         reason="playwright-core is not installed in tests/web/node (scripts/setup-web-tests)",
@@ -93,6 +95,7 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
         run = subprocess.run(
             ["node", str(NODE_DIR / "e2e.mjs"), str(config_path)],
             capture_output=True,
+            check=False,
             text=True,
             timeout=240,
             cwd=NODE_DIR,
@@ -133,7 +136,9 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
 
         # label / navigate / fork changed the files
         entries = read_jsonl(agent_file)
-        labels = [e for e in entries if e["type"] == "label" and e["targetId"] == scenario.entries["tool_call"]]
+        labels = [
+            e for e in entries if e["type"] == "label" and e["targetId"] == scenario.entries["tool_call"]
+        ]
         assert labels and labels[-1]["label"] == "e2e label" == seen["label"]
         # the move is persisted as a marker below the entry (a reopen, in sessiond or Pi, restores it)
         assert seen["continuesAfterNavigate"] == scenario.entries["first_answer"]

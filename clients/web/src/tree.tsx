@@ -108,6 +108,8 @@ export function TreeView({
         ref={box}
         role="tree"
         data-rows={shown.length}
+        data-entries={model.size}
+        data-load-ms={loadMs !== null ? Math.round(loadMs) : ""}
         data-leaf={model.leafId ?? ""}
         data-continues={continues ?? ""}
         onScroll={(e) => setScroll(e.currentTarget.scrollTop)}

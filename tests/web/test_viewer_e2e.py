@@ -126,7 +126,7 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
         assert live["after"]["rows"] == live["before"]["rows"] + 8  # two turns of four records
         assert live["after"]["leaf"] == new_claude_leaf != live["before"]["leaf"]
         assert live["after"]["used"] > live["before"]["used"]
-        assert seen["claudeReadOnly"] == {"navigate": True, "label": True}
+        assert seen["claudeReadOnly"] == {"navigate": True, "label": True, "clone": True}
 
         # context: the compaction summary first, marked; usage: the compaction on the chart
         assert seen["agentContext"][0]["entry"] == scenario.entries["compaction"]

@@ -103,8 +103,8 @@ export function EntryPanel({
         </button>
         <button
           data-action="fork"
-          disabled={working || !isUser}
-          title={isUser ? "A new session with the history before this prompt" : "Fork works before a user prompt"}
+          disabled={disabled || !isUser}
+          title={why ?? (isUser ? "A new session with the history before this prompt" : "Fork works before a user prompt")}
           onClick={() =>
             act("fork", async () => {
               const r = await rpc.request("session/fork", { sessionId, entryId, position: "before" });
@@ -117,8 +117,8 @@ export function EntryPanel({
         </button>
         <button
           data-action="clone"
-          disabled={working}
-          title="A new session holding the path up to this entry"
+          disabled={disabled}
+          title={why ?? "A new session holding the path up to this entry"}
           onClick={() =>
             act("clone", async () => {
               const r = await rpc.request("session/fork", { sessionId, entryId, position: "at" });

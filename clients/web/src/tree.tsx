@@ -99,7 +99,7 @@ export function TreeView({
           bookkeeping entries
         </label>
         <span class="dim" data-testid="tree-stats">
-          {model.size} entries · continues from {continues ?? "the start"}
+          {model.size} entries · continues from {continues ? continues.slice(0, 8) : "the start"}
           {loadMs !== null ? ` · loaded in ${Math.round(loadMs)} ms` : ""}
         </span>
       </div>

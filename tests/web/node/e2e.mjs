@@ -131,6 +131,7 @@ try {
   result.claudeReadOnly = {
     navigate: await page.isDisabled('[data-action="navigate"]'),
     label: await page.isDisabled('[data-action="label"]'),
+    clone: await page.isDisabled('[data-action="clone"]'),
   };
   await shot(page, "tree-claude-live");
   await page.click('[data-tab="context"]');

@@ -61,6 +61,21 @@ async function seenAfter(page, entries, timeoutMs = 20_000) {
 
 try {
   const page = await context.newPage();
+  // every entries_appended the page receives, timed (epoch ms): the daemon's part of the latency
+  await page.addInitScript(() => {
+    window.__notified = [];
+    const Original = window.WebSocket;
+    window.WebSocket = class extends Original {
+      constructor(...args) {
+        super(...args);
+        this.addEventListener("message", (e) => {
+          if (typeof e.data === "string" && e.data.includes('"entries_appended"')) {
+            window.__notified.push(performance.timeOrigin + performance.now());
+          }
+        });
+      }
+    };
+  });
   for (const s of config.sessions) {
     const result = { paints: [] };
     for (let i = 0; i < config.paintRuns; i++) result.paints.push(await open(page, s.sessionId));
@@ -108,10 +123,13 @@ try {
       const lines = readFileSync(s.linesFile, "utf-8").split("\n").filter(Boolean);
       for (let i = 0; i < Math.min(config.samples, lines.length / s.linesPerTurn); i++) {
         const turn = lines.slice(i * s.linesPerTurn, (i + 1) * s.linesPerTurn).join("\n") + "\n";
+        const already = await page.evaluate(() => window.__notified.length);
         const t0 = now();
         appendFileSync(s.path, turn);
         entries += s.linesPerTurn;
         latencies.push((await seenAfter(page, entries)) - t0);
+        const notified = await page.evaluate((n) => window.__notified.slice(n), already);
+        if (notified.length) references.push(notified[notified.length - 1] - t0);
         await page.waitForTimeout(30 + Math.random() * 40);
       }
     }

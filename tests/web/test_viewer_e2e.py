@@ -26,6 +26,7 @@ import pytest
 from sessiond.inspection import InspectOptions, inspect_file
 from tests.rpc.conftest import start_daemon
 from tests.web.scenario import PI_SESSION, build, workspace_state
+from tests.web.stores import pi_session
 
 HERE = Path(__file__).parent
 NODE_DIR = HERE / "node"
@@ -66,6 +67,11 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
         agent_file = find_session_file(daemon.store, scenario.agent_session)
         files = sorted({*scenario.states[0], *workspace_state(scenario.workspace)})
         before_rewind = workspace_state(scenario.workspace)
+        # a Pi session another agent will start while the list is open (written by the driver)
+        later = pi_session(
+            tmp_path / "later", "pi-started-later", str(scenario.workspace), "A later question"
+        )
+        new_session_path = tmp_path / "pi" / "sessions" / later.parent.name / later.name
         SCREENSHOTS.mkdir(exist_ok=True)
         config = {
             "url": scenario.info()["url"],
@@ -74,6 +80,11 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
             "screenshots": str(SCREENSHOTS),
             "expectSessions": 3,
             "searchFor": "README of",
+            "newSession": {
+                "sessionId": "pi-started-later",
+                "source": str(later),
+                "path": str(new_session_path),
+            },
             "claude": {
                 "sessionId": scenario.claude.session_id,
                 "path": str(scenario.claude.path),
@@ -119,6 +130,7 @@ async def test_the_viewer_in_chromium(tmp_path: Path) -> None:
         }
         assert seen["onlyClaude"] == [scenario.claude.session_id]
         assert seen["searched"] == [PI_SESSION]
+        assert "pi-started-later" in seen["listAfterNewSession"]
 
         # the Claude Code transcript grew on disk: the same page showed it
         live = seen["live"]

@@ -4,9 +4,9 @@
 // of each view, and prints what it saw as one JSON object; the Python test checks that
 // against the files on disk.
 
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { chromium } from "playwright-core";
 
 const config = JSON.parse(readFileSync(process.argv[2], "utf-8"));
@@ -95,6 +95,11 @@ try {
   await page.fill('input[aria-label="search sessions"]', config.searchFor);
   result.searched = await page.$$eval(".session-list li", (els) => els.map((e) => e.dataset.session));
   await page.fill('input[aria-label="search sessions"]', "");
+  // another agent starts a session: it appears without a reload
+  mkdirSync(dirname(config.newSession.path), { recursive: true });
+  writeFileSync(config.newSession.path, readFileSync(config.newSession.source));
+  await page.waitForSelector(`.session-list li[data-session="${config.newSession.sessionId}"]`);
+  result.listAfterNewSession = await page.$$eval(".session-list li", (els) => els.map((e) => e.dataset.session));
   step("list");
 
   // ---- a Claude Code transcript growing on disk: the open tree and the gauge follow, no reload

@@ -179,7 +179,8 @@ def main() -> int:
         )
     print()
     print(
-        f"{'append -> visible':<28} {'p50':>8} {'p99':>8} {'max':>8}   reference (append round trip p50/p99)"
+        f"{'append -> visible':<28} {'p50':>8} {'p99':>8} {'max':>8}   reference p50/p99 "
+        "(RPC: the append's round trip; file: the notification reaching the page)"
     )
     for name, e in report["sessions"].items():
         v = e["appendToVisibleMs"]

@@ -76,6 +76,7 @@ try {
       }
     };
   });
+  await open(page, config.sessions[0].sessionId); // warm-up: the browser's first page load is slower
   for (const s of config.sessions) {
     const result = { paints: [] };
     for (let i = 0; i < config.paintRuns; i++) result.paints.push(await open(page, s.sessionId));

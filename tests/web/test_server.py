@@ -28,9 +28,10 @@ from tests.rpc.conftest import Daemon, start_daemon
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Any:
-    d = start_daemon(tmp_path)
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One daemon for the tests that only read and connect (starting one costs seconds)."""
+    d = start_daemon(tmp_path_factory.mktemp("viewer"))
     try:
         yield d
     finally:

@@ -168,7 +168,11 @@ export function previewOf(entry: Record<string, unknown>): { role: string | null
   else if (type === "label")
     text = typeof entry["label"] === "string" ? `label ${String(entry["targetId"])}: ${entry["label"]}` : "label cleared";
   else if (type === "session_info") text = `name: ${String(entry["name"] ?? "")}`;
-  else if (typeof entry["customType"] === "string") text = String(entry["customType"]);
+  else if (type === "context_edit")
+    text = `${entry["replacement"] === null ? "hide" : "edit"} ${String(entry["targetId"])}`;
+  else if (type === "custom") text = String(entry["customType"]);
+  else if (type === "usage") text = `usage ${String(entry["kind"])}`;
+  else text = typeof type === "string" ? type : "";
   const flat = text.split(/\s+/).filter(Boolean).join(" ");
   return { role, preview: flat.length > 80 ? flat.slice(0, 79) + "…" : flat };
 }

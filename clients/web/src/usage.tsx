@@ -2,6 +2,9 @@ import { useEffect, useState } from "preact/hooks";
 import type { Rpc } from "./rpc.ts";
 import { errorText, toast } from "./toast.tsx";
 import { tokens } from "./format.ts";
+import { usageSeries } from "./series.ts";
+
+type Entry = Record<string, unknown>;
 
 export interface Usage {
   used?: number | null;
@@ -43,52 +46,6 @@ export function Gauge({ usage, threshold }: { usage: Usage | null; threshold: nu
       <div class="gauge-text">{text}</div>
     </div>
   );
-}
-
-interface Point {
-  index: number;
-  entryId: string;
-  used: number;
-  timestamp: string | null;
-}
-
-interface Mark {
-  index: number;
-  entryId: string;
-  tokensBefore: number | null;
-}
-
-type Entry = Record<string, unknown>;
-
-function contextTokens(usage: Entry): number {
-  const total = usage["totalTokens"];
-  if (typeof total === "number" && total > 0) return total;
-  let sum = 0;
-  for (const key of ["input", "output", "cacheRead", "cacheWrite"]) {
-    const v = usage[key];
-    if (typeof v === "number") sum += v;
-  }
-  return sum;
-}
-
-/** The points of the chart: each assistant message's provider usage along the branch, compactions marked. */
-export function usageSeries(entries: Entry[]): { points: Point[]; marks: Mark[] } {
-  const points: Point[] = [];
-  const marks: Mark[] = [];
-  entries.forEach((entry, index) => {
-    const id = String(entry["id"]);
-    if (entry["type"] === "compaction") {
-      marks.push({ index, entryId: id, tokensBefore: typeof entry["tokensBefore"] === "number" ? entry["tokensBefore"] : null });
-      return;
-    }
-    const message = entry["message"] as Entry | undefined;
-    if (entry["type"] !== "message" || message?.["role"] !== "assistant") return;
-    const usage = message["usage"] as Entry | undefined;
-    if (usage === undefined || message["stopReason"] === "error" || message["stopReason"] === "aborted") return;
-    const used = contextTokens(usage);
-    if (used > 0) points.push({ index, entryId: id, used, timestamp: (entry["timestamp"] as string) ?? null });
-  });
-  return { points, marks };
 }
 
 const W = 900;

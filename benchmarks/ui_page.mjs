@@ -1,4 +1,4 @@
-// The viewer in headless Chromium for benchmarks/ui.py: first paint of a session's tree, and
+// The viewer in headless Chromium for benchmarks/ui.py (python -m benchmarks.ui): first paint of a session's tree, and
 // append -> visible latency. Usage: node benchmarks/ui_page.mjs CONFIG.json (prints JSON).
 // playwright-core comes from tests/web/node (scripts/setup-web-tests installs it).
 

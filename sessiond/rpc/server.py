@@ -291,6 +291,8 @@ class Daemon:
                     log.error("the viewer cannot listen on %s:%s: %s", ui[0], ui[1], exc.strerror or exc)
             if unix and not stdio:
                 await self.listen_unix(self.config.socket)
+            if self.viewer is not None:
+                log.info("the session viewer is at %s", self.viewer.url)
             if tcp:
                 await self.listen_tcp(tcp)
             self._follow_task = asyncio.ensure_future(self._follow())

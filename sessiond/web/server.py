@@ -122,7 +122,6 @@ class ViewerServer:
         self.host, self.port = str(bound[0]), int(bound[1])
         if not self.assets:
             log.warning("the viewer's files are missing from %s: only the WebSocket is served", STATIC)
-        log.info("listening on %s (the session viewer)", self.url)
 
     def write_info(self, run_dir: Path, token_path: Path) -> None:
         """``ui.json`` beside the socket: where the viewer is and where its token is."""

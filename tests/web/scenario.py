@@ -18,7 +18,7 @@ from typing import Any
 
 from sessiond_client import Client
 from tests.builders import assistant, tool_result, user
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 from tests.web.stores import ClaudeWriter, now_ms, pi_session
 
 PI_SESSION = "pi-readme-review"

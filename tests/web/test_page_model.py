@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import Ledger, assistant, tool_result, user
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 from tests.web.stores import ClaudeWriter
 
 WEB = Path(__file__).parents[2] / "clients" / "web"

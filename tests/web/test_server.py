@@ -23,7 +23,7 @@ from sessiond.errors import SessiondError
 from sessiond.service.config import ConfigError, load_config
 from sessiond.web.location import parse_address, read_info
 from tests.builders import Ledger
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from sessiond.inspection import InspectOptions, inspect_file
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 from tests.web.scenario import PI_SESSION, build, workspace_state
 from tests.web.stores import pi_session
 

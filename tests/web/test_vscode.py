@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 from tests.web.scenario import PI_SESSION, build
 from tests.web.test_viewer_e2e import find_session_file
 

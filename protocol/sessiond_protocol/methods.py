@@ -889,7 +889,7 @@ METHODS.update(
                 RewindParams,
                 RewindResult,
                 "Put the tracked files back to a checkpoint; conflicts (someone else's changes) are left alone unless forced.",
-                (*_S, C.CHECKPOINT_NOT_FOUND, *_W),
+                (*_S, C.CHECKPOINT_NOT_FOUND, C.PATH_REFUSED, *_W),
                 {"sessionId": _SID, "messageId": "a1b2c3d4", "dryRun": True},
                 long_running=True,
             ),

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .cli_commands import register as register_session_commands
-from .cli_commands.base import EXIT_INTERRUPTED, add_store_options
+from .cli_commands.base import EXIT_INTERRUPTED, add_store_options, started_notice
 from .errors import SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
@@ -237,7 +237,7 @@ def _cmd_connect(args: argparse.Namespace) -> int:
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_BAD_INPUT, args.json)
     try:
-        return asyncio.run(bridge(config))
+        return asyncio.run(bridge(config, started_notice(config.root)))
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_UNAVAILABLE, args.json)
 

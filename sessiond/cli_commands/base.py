@@ -242,7 +242,7 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
         if getattr(args, "no_start", False):
             reader, writer = await asyncio.open_unix_connection(str(socket), limit=2**26)
         else:
-            reader, writer = await connect_or_start(config)
+            reader, writer = await connect_or_start(config, started_notice(config.root))
     except (FileNotFoundError, ConnectionRefusedError):
         raise CliError(
             f"no daemon is running for the store {config.root} (socket {socket}); "
@@ -258,7 +258,7 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
         ) from None
     client = Client(reader, writer)
     try:
-        await call(client, "initialize", _initialize_params(name), timeout=15)
+        await call(client, "initialize", initialize_params(name), timeout=15)
         await client.notify("initialized", {})
         yield client
     finally:
@@ -266,7 +266,22 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
             await client.close()
 
 
-def _initialize_params(name: str) -> dict[str, Any]:
+def started_notice(store: Path) -> Callable[[int, Path], None]:
+    """What a command that had to start the daemon tells the user (stderr): it keeps running
+    after the command ends, so say which process it is, where it logs and how to stop it."""
+
+    def tell(pid: int, log: Path) -> None:
+        print(
+            f"sessiond: no daemon was running for the store {store}; started one "
+            f"(pid {pid}, log {log}). It keeps running: `sessiond stop` stops it.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return tell
+
+
+def initialize_params(name: str) -> dict[str, Any]:
     from .. import __version__  # noqa: PLC0415
 
     return {"protocolVersion": 1, "clientInfo": {"name": name, "version": __version__}}

@@ -103,7 +103,8 @@ class DaemonStatusResult(Result):
     socket: str | None = Field(description="The Unix socket it listens on (null with `--stdio`).")
     tcp: str | None = Field(None, description="`host:port` when it also listens on loopback TCP.")
     log: str | None = Field(
-        None, description="The file its log goes to, when it is a file (a daemon started by the CLI or `connect`)."
+        None,
+        description="The file its log goes to, when it is a file (a daemon started by the CLI or `connect`).",
     )
     sessions: list[StatusSession] = Field(description="Open sessions.")
     clients: list[StatusClient] = Field(description="Open connections, the asking one included.")

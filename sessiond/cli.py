@@ -32,8 +32,14 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .cli_commands import register as register_session_commands
-from .cli_commands.base import EXIT_INTERRUPTED, add_store_options, started_notice
-from .errors import SessiondError
+from .cli_commands.base import (
+    EXIT_INTERRUPTED,
+    add_store_options,
+    neither_format,
+    path_problem,
+    started_notice,
+)
+from .errors import NotASessionError, SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
 
@@ -255,8 +261,19 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     status = EXIT_OK
     for path in args.files:
+        problem = path_problem(path)  # a FIFO would block the read forever; a directory deserves a word
+        if problem is not None:
+            print(f"sessiond inspect: {problem}", file=sys.stderr)
+            results.append({"file": path, "error": problem})
+            status = EXIT_BAD_INPUT
+            continue
         try:
             results.append(inspect_file(path, options))
+        except NotASessionError as exc:
+            message = neither_format(path, exc.reason)
+            print(f"sessiond inspect: {message}", file=sys.stderr)
+            results.append({"file": path, "error": message})
+            status = EXIT_BAD_INPUT
         except SessiondError as exc:
             print(f"sessiond inspect: {exc.message}", file=sys.stderr)
             results.append({"file": path, "error": exc.message})

@@ -306,5 +306,55 @@ async def call(client: Any, method: str, params: Any = None, *, timeout: float |
 
 
 def looks_like_file(value: str) -> bool:
-    """A FILE argument (a path) rather than a session id: it exists, or has a slash or .jsonl."""
-    return os.path.isfile(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+    """A FILE argument (a path) rather than a session id: something exists there (a file, or a
+    directory or FIFO to be told about), or it has a slash or .jsonl."""
+    return os.path.lexists(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+
+
+def path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a session file — what it is instead — or None for a
+    regular file. Only ``stat``: a FIFO is never opened (that would wait for a writer)."""
+    import stat  # noqa: PLC0415
+
+    shown = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"{shown} is a symlink to {os.readlink(path)}, which does not exist"
+        return f"no such file: {shown}"
+    except NotADirectoryError:
+        return f"no such file: {shown} (a component of the path is not a directory)"
+    except PermissionError:
+        return f"cannot read {shown}: permission denied"
+    except OSError as exc:
+        return f"cannot read {shown}: {exc.strerror or exc}"
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return (
+            f"{shown} is a directory, not a session file (a session is one .jsonl file; "
+            f"`sessiond ls --cwd {shown}` lists the sessions recorded in a working directory)"
+        )
+    if stat.S_ISFIFO(mode):
+        return f"{shown} is a named pipe (FIFO), not a session file: only regular files are read"
+    if stat.S_ISCHR(mode):
+        return f"{shown} is a character device, not a session file"
+    if stat.S_ISBLK(mode):
+        return f"{shown} is a block device, not a session file"
+    if stat.S_ISSOCK(mode):
+        return f"{shown} is a Unix socket, not a session file"
+    return f"{shown} is not a regular file"
+
+
+NEITHER_FORMAT = (
+    "a Pi session starts with a header line such as "
+    '{"type":"session","version":3,"id":…}; a Claude Code transcript is lines of records '
+    "carrying uuid, parentUuid and sessionId"
+)
+
+
+def neither_format(path: str | os.PathLike[str], reason: str) -> str:
+    """The message for a file read as a session that is neither format sessiond knows."""
+    return f"{os.fspath(path)} is neither a Pi session nor a Claude Code transcript ({reason}): {NEITHER_FORMAT}"

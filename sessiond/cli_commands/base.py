@@ -19,8 +19,9 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +305,54 @@ async def call(client: Any, method: str, params: Any = None, *, timeout: float |
 
 # ---------------------------------------------------------------------------- what a SESSION argument is
 
+MIN_PREFIX = 4
+"""Shortest id prefix a SESSION argument may be (as with git's abbreviated hashes)."""
+_FULL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def match_session_id(target: str, ids: Iterable[str]) -> str:
+    """The session ``target`` names among ``ids``: itself when it is one, else the one id it is a
+    prefix of. Ambiguous: :class:`CliError` naming the candidates. None matching: ``target`` as
+    given (the daemon then says it does not know it)."""
+    matches: list[str] = []
+    for sid in ids:
+        if sid == target:
+            return target
+        if sid.startswith(target):
+            matches.append(sid)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        matches.sort()
+        shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+        raise CliError(
+            f"{target!r} is ambiguous: {len(matches)} sessions start with it ({shown}); give more of the id",
+            EXIT_USAGE,
+            candidates=matches[:50],
+        )
+    return target
+
+
+def wants_prefix_match(target: str) -> bool:
+    """Whether resolving ``target`` needs the listing: a full UUID or a short string is taken as is."""
+    return len(target) >= MIN_PREFIX and _FULL_UUID.fullmatch(target) is None
+
+
+async def resolve_session(client: Any, target: str) -> str:
+    """The full id of the session ``target`` names (an id or a unique prefix of one, in any
+    root: the store, Pi's, Claude Code's), asking the daemon's listing only when needed."""
+    if not wants_prefix_match(target):
+        return target
+    ids: list[str] = []
+    params: dict[str, Any] = {"limit": 1000}
+    while True:
+        page = await call(client, "session/list", params, timeout=300)
+        ids += [s["sessionId"] for s in page["sessions"]]
+        if target in ids or not page.get("nextCursor"):
+            break
+        params["cursor"] = page["nextCursor"]
+    return match_session_id(target, ids)
+
 
 def looks_like_file(value: str) -> bool:
     """A FILE argument (a path) rather than a session id: something exists there (a file, or a
@@ -357,4 +406,5 @@ NEITHER_FORMAT = (
 
 def neither_format(path: str | os.PathLike[str], reason: str) -> str:
     """The message for a file read as a session that is neither format sessiond knows."""
-    return f"{os.fspath(path)} is neither a Pi session nor a Claude Code transcript ({reason}): {NEITHER_FORMAT}"
+    shown = os.fspath(path)
+    return f"{shown} is neither a Pi session nor a Claude Code transcript ({reason}): {NEITHER_FORMAT}"

@@ -19,6 +19,7 @@ from .base import (
     call,
     daemon_client,
     non_negative,
+    resolve_session,
     runner,
 )
 from .render import one_line, tokens
@@ -85,6 +86,7 @@ async def cmd_label(args: argparse.Namespace, out: Output) -> int:
         raise CliError("a LABEL is required (or --clear to remove the label)", EXIT_USAGE)
     label = None if args.clear else args.label
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
         result = await call(
             client, "tree/label", {"sessionId": args.session, "entryId": args.entry, "label": label}
         )
@@ -111,6 +113,7 @@ async def cmd_label(args: argparse.Namespace, out: Output) -> int:
 async def cmd_fork(args: argparse.Namespace, out: Output) -> int:
     position = "at" if args.at else "before"
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
         try:
             result = await call(
                 client,
@@ -202,6 +205,7 @@ async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
         disable=not show_progress,
     )
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
         await call(client, "session/load", {"sessionId": args.session, "subscribe": True})
         with progress:
             task = progress.add_task("Compacting", total=100)

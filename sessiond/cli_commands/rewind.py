@@ -26,6 +26,7 @@ from .base import (
     add_daemon_options,
     call,
     daemon_client,
+    resolve_session,
     runner,
 )
 from .render import clip_lines
@@ -149,8 +150,9 @@ async def cmd_rewind(args: argparse.Namespace, out: Output) -> int:
         raise CliError("--diff-lines must not be negative", EXIT_USAGE)
     if out.json and not (args.yes or args.dry_run):
         raise CliError("--json needs --yes (rewind without asking) or --dry-run (only the plan)", EXIT_USAGE)
-    base = {"sessionId": args.session, "messageId": args.message, "force": args.force}
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
+        base = {"sessionId": args.session, "messageId": args.message, "force": args.force}
         try:
             plan = await call(client, "fileHistory/rewind", {**base, "dryRun": True}, timeout=300)
         except CliError as exc:

@@ -29,8 +29,11 @@ from .base import (
     daemon_client,
     load_config,
     looks_like_file,
+    match_session_id,
     neither_format,
     path_problem,
+    resolve_session,
+    wants_prefix_match,
 )
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
@@ -294,9 +297,12 @@ async def open_source(
     else:
         async with daemon_or_none(args, out) as client:
             if client is not None:
-                yield DaemonSource(client, target, out)
+                yield DaemonSource(client, await resolve_session(client, target), out)
                 return
-        root, path = catalog(config).find(target)
+        found = catalog(config)
+        if wants_prefix_match(target):
+            target = match_session_id(target, (x.info.id for x in found.list_all()))
+        root, path = found.find(target)
         source = FileSource(path, config, session_id=target, root=root, out=out)
     await source.load()
     try:

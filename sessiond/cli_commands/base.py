@@ -177,13 +177,20 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
 # ---------------------------------------------------------------------------- options
 
 
+STORE_HELP = (
+    "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
+)
+SOCKET_HELP = (
+    "the daemon's Unix socket (default: for the default store $XDG_RUNTIME_DIR/sessiond/sessiond.sock "
+    "when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock)"
+)
+
+
 def add_store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--store", metavar="DIR", help="store root (default: $SESSIOND_HOME or ~/.local/share/sessiond)"
-    )
-    p.add_argument(
-        "--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock)"
-    )
+    """``--store``/``--socket``, whose help states the defaults the daemon really uses
+    (:mod:`sessiond.store.layout`, ``Config.run_dir``): a test keeps them in step."""
+    p.add_argument("--store", metavar="DIR", help=STORE_HELP)
+    p.add_argument("--socket", metavar="PATH", help=SOCKET_HELP)
 
 
 def add_daemon_options(p: argparse.ArgumentParser) -> None:

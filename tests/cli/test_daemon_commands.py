@@ -199,3 +199,55 @@ def test_a_second_scripts_run_fails_before_its_banner(tmp_path: Path) -> None:
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=15)
+
+
+def _subcommands_with(option: str) -> list[str]:
+    from sessiond.cli import build_parser  # noqa: PLC0415
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sorted(
+        name
+        for name, sub in action.choices.items()  # type: ignore[attr-defined]
+        if any(option in a.option_strings for a in sub._actions)
+    )
+
+
+def test_store_and_socket_help_state_the_real_defaults(tmp_path: Path) -> None:
+    """The help says $SESSIOND_HOME, $XDG_DATA_HOME, ~/.local/share/sessiond, $XDG_RUNTIME_DIR
+    and <store>/run — and the daemon's paths (as status reports them) follow exactly that."""
+    commands = _subcommands_with("--socket")
+    assert {"ls", "show", "serve", "connect", "status", "stop", "gc", "doctor"} <= set(commands)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    for command in commands:
+        text = " ".join(run_plain(command, "--help", env=env).stdout.split())
+        store_default = "$SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond"
+        assert f"--store DIR the store (default: {store_default})" in text, command
+        socket_default = "sessiond/sessiond.sock when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock"
+        assert f"$XDG_RUNTIME_DIR/{socket_default}" in text, command
+
+    def where(extra: dict[str, str]) -> tuple[str, str]:
+        done = run_plain("status", "--json", env={**env, **extra})
+        assert done.returncode == 3, done
+        found = json.loads(done.stdout)
+        return found["store"], found["socket"]
+
+    home = tmp_path / "home"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    default = home / ".local" / "share" / "sessiond"
+    assert where({}) == (str(default), str(default / "run" / "sessiond.sock"))
+    assert where({"XDG_RUNTIME_DIR": str(runtime)}) == (
+        str(default),
+        str(runtime / "sessiond" / "sessiond.sock"),
+    )
+    data = tmp_path / "data"
+    assert where({"XDG_DATA_HOME": str(data), "XDG_RUNTIME_DIR": str(runtime)}) == (
+        str(data / "sessiond"),
+        str(runtime / "sessiond" / "sessiond.sock"),
+    )
+    own = tmp_path / "own"
+    assert where({"SESSIOND_HOME": str(own), "XDG_RUNTIME_DIR": str(runtime)}) == (
+        str(own),
+        str(own / "run" / "sessiond.sock"),  # not the default store: its own run/ directory
+    )

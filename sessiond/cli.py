@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the stream is JSON-RPC either way; a failure to connect is reported as JSON on stdout",
     )
     p.set_defaults(handler=_cmd_connect)
+    parser.set_defaults(root_parser=parser)  # `completion` describes the whole command line
     return parser
 
 

@@ -177,9 +177,7 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
 # ---------------------------------------------------------------------------- options
 
 
-STORE_HELP = (
-    "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
-)
+STORE_HELP = "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
 SOCKET_HELP = (
     "the daemon's Unix socket (default: for the default store $XDG_RUNTIME_DIR/sessiond/sessiond.sock "
     "when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock)"

@@ -63,6 +63,8 @@ _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_DIR_MODE: Final = 0o755
 _READ_ATTEMPTS: Final = 3
+_LOCATED_MAX: Final = 1_000_000
+"""Placed paths remembered per workspace (each a few hundred bytes; a session tracks far fewer)."""
 
 
 def _normpath(path: str) -> str:
@@ -196,6 +198,7 @@ class Workspace:
         self._hashed: dict[str, tuple[tuple[int, ...], FileState]] = {}
         """key -> (identity, state) of files hashed earlier: an unchanged file is not read again."""
         self._hashed_lock = threading.Lock()
+        self._located: dict[str, Located] = {}
         self._swept: set[tuple[str, tuple[str, ...]]] = set()
         """Directories already cleared of temporaries left by a killed daemon (once is enough:
         this process removes its own)."""
@@ -256,7 +259,18 @@ class Workspace:
     def locate(self, path: str) -> Located:
         """Place ``path`` lexically (no file-system access); :class:`PathRefusedError` when it
         is empty, holds a NUL byte, is not valid UTF-8, is a root itself or lies outside every
-        root after normalisation."""
+        root after normalisation. Remembered per path: a rewind places every tracked key twice
+        (its root's identity, then the walk), and the answer depends on the text alone."""
+        if type(path) is str:
+            known = self._located.get(path)
+            if known is not None:
+                return known
+        located = self._locate(path)
+        if len(self._located) < _LOCATED_MAX:
+            self._located[path] = located
+        return located
+
+    def _locate(self, path: str) -> Located:
         if not isinstance(path, str) or not path:
             raise PathRefusedError(repr(path), "empty path")
         if "\0" in path:

@@ -16,6 +16,7 @@ import contextvars
 import hmac
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -191,6 +192,9 @@ class Connection:
         self.protocol.conn = self
         self.service: Any = None
         """Set by the daemon: the ``Service`` handlers call."""
+        self.daemon: Any = None
+        """Set by the daemon: itself (``daemon/status`` reports on it)."""
+        self.connected_at = time.time()
         self.initialize_handler: Callable[[Connection, dict[str, Any]], None] = handlers_initialize
         """Validates ``initialize`` params and applies them (synchronously, before dispatch)."""
 

@@ -115,12 +115,12 @@ class FileSource:
 
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
-        from ..formats import claude_code as cc  # noqa: PLC0415
         from ..store.claude import ClaudeSession  # noqa: PLC0415
+        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
 
         def read() -> tuple[str, Any]:
-            if cc.is_claude_code_file(self.path):
+            if is_claude_code_file(self.path):
                 return "claude-code", ClaudeSession.open(self.path)
             return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
 

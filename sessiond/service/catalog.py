@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import NotASessionError, PathEscapeError, SessionNotFoundError
-from ..formats.claude_code import listing_fields, load_transcript
+from ..formats.claude_code import listing_fields
 from ..store.claude import ClaudeSession
+from ..store.claude_files import load_transcript
 from ..store.journal import Durability
 from ..store.layout import ensure_within, validate_session_id
 from ..store.listing import ListingCache, SessionInfo, list_sessions_in, read_header

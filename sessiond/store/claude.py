@@ -26,7 +26,6 @@ from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
     extend_transcript,
-    find_subagents,
     parse_transcript,
     reconstruct,
     to_pi_entries,
@@ -35,6 +34,7 @@ from ..formats.pi import LoadDiagnostics
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from .claude_files import find_subagents
 from .index import SessionIndex
 from .journal import Durability
 from .session import IngestResult, Session

@@ -18,7 +18,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .base import (
     EXIT_UNREACHABLE,
@@ -30,6 +30,9 @@ from .base import (
     load_config,
     looks_like_file,
 )
+
+if TYPE_CHECKING:
+    from ..store.session import ReadableSession
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
 
@@ -91,7 +94,7 @@ class FileSource:
 
     key = "file"
     format: str
-    session: Any
+    session: ReadableSession
 
     def __init__(
         self,
@@ -119,7 +122,7 @@ class FileSource:
         from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
 
-        def read() -> tuple[str, Any]:
+        def read() -> tuple[str, ReadableSession]:
             if is_claude_code_file(self.path):
                 return "claude-code", ClaudeSession.open(self.path)
             return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)

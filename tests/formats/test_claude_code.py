@@ -14,7 +14,7 @@ from sessiond.errors import EntryNotFoundError
 from sessiond.formats import claude_code as cc
 from sessiond.model.tree import SessionTree
 from sessiond.store import claude_files
-from tests.conftest import GOLDEN, PI_FIXTURES
+from tests.conftest import GOLDEN, PI_FIXTURES, REPO
 from tests.formats.make_claude_goldens import FIXTURES, sample_dirs, sample_summary
 
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/claude-code not available")
@@ -793,6 +793,33 @@ def test_parallel_result_off_the_chain_is_recovered() -> None:
     assert r.diagnostics["orphansRecovered"] == 1 and r.diagnostics["unpairedAfter"] == 0
     check_pairing(r.messages)
     assert [m["toolCallId"] for _, m in r.messages if m["role"] == "toolResult"] == ["t1", "t2", "t3"]
+
+
+SYNTHETIC = REPO / "tests" / "fixtures" / "synthetic"
+EQUAL_TIMESTAMPS = SYNTHETIC / "claude-code-parallel-results-equal-timestamps.jsonl"
+
+
+def test_orphaned_results_with_equal_timestamps_keep_claude_codes_order() -> None:
+    # Three streamed pieces of one message call three tools; the results of the second and
+    # third piece are off the chain, written in the same millisecond, the third's line first.
+    # Claude Code collects orphaned results piece by piece (pieces in file order) and sorts
+    # them by timestamp with a stable sort: the tie keeps the collection order (b, then c).
+    t = claude_files.load_transcript(EQUAL_TIMESTAMPS)
+    r = cc.reconstruct(t)
+    short = [u[:2] for u in r.chain]
+    assert [u[:2] for u in r.naive_chain] == ["0f", "1a", "2a", "3d"]
+    assert short == ["0f", "1a", "1b", "1c", "2b", "2c", "2a", "3d"]
+    assert t.chain[r.chain[4]]["timestamp"] == t.chain[r.chain[5]]["timestamp"]  # the tie
+    assert r.diagnostics["orphansRecovered"] == 4 and r.diagnostics["unpairedAfter"] == 0
+    check_pairing(r.messages)
+    results = [m["toolCallId"][-1] for _, m in r.messages if m["role"] == "toolResult"]
+    assert results == ["B", "C", "A"]
+    # Distinct timestamps still order by time, whatever the pieces' order.
+    later = t.records[:]
+    c_result = next(i for i, rec in enumerate(later) if rec.get("uuid", "").startswith("2c"))
+    later[c_result] = {**later[c_result], "timestamp": "2026-03-02T10:15:02.870Z"}
+    data = b"".join(orjson.dumps(rec) + b"\n" for rec in later)
+    assert [u[:2] for u in cc.reconstruct(cc.parse_transcript(data)).chain][4:6] == ["2c", "2b"]
 
 
 def test_walk_back_stops_at_a_human_prompt() -> None:

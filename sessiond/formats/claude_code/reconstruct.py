@@ -217,10 +217,13 @@ def _recover_orphans(t: ClaudeTranscript, g: Graph, chain: list[str]) -> tuple[l
 
     For every ``message.id`` with a piece on the chain: its pieces that are not on the chain,
     then the tool-result entries whose parent is any of its pieces and that are not on the
-    chain (each group sorted by timestamp, then file order), go right after the group's last
-    piece on the chain. Works for both eras: 2.1.x parents results to the piece holding the
-    ``tool_use`` (``sourceToolAssistantUUID``); older linear chains have nothing to recover
-    except copies of a retried message with the same id.
+    chain, go right after the group's last piece on the chain. Each list is sorted by
+    timestamp with a stable sort over the order Claude Code collects it in: pieces in file
+    order; results piece by piece (the pieces in file order), each piece's results in file
+    order. So results written in the same millisecond keep the order of the pieces they
+    answer, not their own file order. Works for both eras: 2.1.x parents results to the
+    piece holding the ``tool_use`` (``sourceToolAssistantUUID``); older linear chains have
+    nothing to recover except copies of a retried message with the same id.
     """
     msg_ids = g.msg_ids
     anchors: dict[str, str] = {}
@@ -233,7 +236,8 @@ def _recover_orphans(t: ClaudeTranscript, g: Graph, chain: list[str]) -> tuple[l
             anchors[mid] = u
     if not anchors:
         return chain, 0
-    # Both indexes are filled in first-seen order; the sorts below keep that order on ties.
+    # Both indexes are filled in first-seen order (Claude Code's Map order); the sorts below
+    # are stable, so a timestamp tie keeps the collection order, as in Claude Code.
     siblings: dict[str, list[str]] = {}
     for u, mid in msg_ids.items():
         if mid in anchors and u not in g.pruned:
@@ -247,9 +251,9 @@ def _recover_orphans(t: ClaudeTranscript, g: Graph, chain: list[str]) -> tuple[l
     inserts: dict[str, list[str]] = {}
     recovered = 0
 
-    def order_key(u: str) -> tuple[float, int]:
+    def order_key(u: str) -> float:
         ts = g.ts[u]
-        return (ts if ts == ts else math.inf, g.pos[u])
+        return ts if ts == ts else math.inf
 
     for mid in group_order:
         group = siblings.get(mid, [])

@@ -8,7 +8,10 @@
   ``firstKeptEntryId`` (system messages there dropped), then everything after it;
 * ``context_edit`` entries among the context entries rewrite (or, with ``null``, hide) what
   their target contributes; the last edit of a target wins;
-* an older compaction inside the kept range contributes nothing.
+* an older compaction inside the kept range contributes nothing;
+* sessiond's persisted leaf moves (``sessiond.leaf`` markers) are not context entries: Pi's
+  leaf move is not an entry at all, and the marker must not show where Pi's would not (in
+  ``context/get``'s entry ids, or as a first kept entry of a compaction).
 
 Each projected entry keeps its source entry, so usage anchoring and cut points can map a
 message back to the line it came from.
@@ -85,7 +88,8 @@ def latest_compaction(path: list[Any]) -> tuple[int, Any]:
 
 
 def context_entries(path: list[Any]) -> list[Any]:
-    """Pi's ``buildContextEntries`` over an already selected path."""
+    """Pi's ``buildContextEntries`` over an already selected path (leaf markers left out)."""
+    path = E.without_leaf_markers(path)
     index, compaction = latest_compaction(path)
     if compaction is None:
         return path

@@ -103,15 +103,18 @@ class CachedContext(IndexedSession):
         before = (cached.leaf, cached.count)
         cached.path.append(light)
         cached.settings = next_settings(cached.settings, light)
+        marker = E.is_leaf_marker(light)
         if light.get("type") == E.COMPACTION:
             ctx = context_entries(cached.path)
             cached.ctx = list(ctx) if ctx is cached.path else ctx
-        else:
+        elif not marker:
             cached.ctx.append(light)
         cached.leaf = key(light.get("id", UNDEFINED))
         cached.count = len(self._index)
         t = light.get("type")
-        if previous is not None and previous[0] == before and t not in (E.COMPACTION, E.CONTEXT_EDIT):
+        if previous is not None and previous[0] == before and marker:
+            self._projection = ((cached.leaf, cached.count), previous[1])  # a marker is no context
+        elif previous is not None and previous[0] == before and t not in (E.COMPACTION, E.CONTEXT_EDIT):
             old = previous[1]
             messages = entry_messages(full)
             self._projection = (

@@ -15,7 +15,7 @@ from ...model.js import key, nullish
 from ..journal import Durability
 from .writes import PendingAppend, WritableSession
 
-LEAF_MARKER: Final = "sessiond.leaf"
+LEAF_MARKER: Final = E.LEAF_MARKER
 """``customType`` of the entry that persists a leaf move (its ``parentId`` is the new leaf)."""
 
 

@@ -57,7 +57,9 @@ ENTRY_TYPES: Final = frozenset(
 LEAF_MARKER: Final = "sessiond.leaf"
 """``customType`` of the ``custom`` entry that persists a leaf move (``tree/navigate``): its
 ``parentId`` is the entry navigated to. Pi has no persisted leaf, so the marker stands for its
-parent wherever Pi decides something from the end of the branch (:func:`last_decisive`)."""
+parent wherever Pi derives something from the branch: it is no context entry
+(:func:`~sessiond.model.projection.context_entries`), and decisions taken from the end of the
+branch look past it (:func:`last_decisive`)."""
 
 ROLES: Final = frozenset(
     {
@@ -335,14 +337,6 @@ def message_role(entry: Any) -> Any:
 def is_leaf_marker(entry: Any) -> bool:
     """A persisted leaf move (a ``custom`` entry with ``customType`` :data:`LEAF_MARKER`)."""
     return type(entry) is dict and entry.get("type") == CUSTOM and entry.get("customType") == LEAF_MARKER
-
-
-def without_leaf_markers(path: list[Any]) -> list[Any]:
-    """``path`` without its leaf markers (``path`` itself, not a copy, when it has none)."""
-    for e in path:
-        if type(e) is dict and e.get("customType") == LEAF_MARKER and e.get("type") == CUSTOM:
-            return [x for x in path if not is_leaf_marker(x)]
-    return path
 
 
 def last_decisive(path: list[Any]) -> Any:

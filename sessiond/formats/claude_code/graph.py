@@ -217,7 +217,7 @@ def _apply_preserved_segment(
     preserved: set[str],
     zero_usage: set[str],
 ) -> dict[str, Any] | None:
-    """Claude Code's in-memory compaction relinks (format notes §8), applied to ``parent``.
+    """Claude Code's in-memory compaction relinks (docs/claude-code.md, The graph), applied to ``parent``.
 
     Only the last boundary carrying ``compactMetadata.preservedSegment`` counts, and only while
     it is the last boundary of all (a later plain boundary compacted the segment away). The

@@ -2,9 +2,9 @@
 
 A leaf is chosen with one of Claude Code's leaf rules, the effective parents are walked to
 the root (cycles and missing parents stopped at and reported), orphaned parallel tool calls
-and results are put back (§7.3 of the format notes), and the messages the model sees are
-built from the chain (:mod:`.messages`). Every walk is a loop with a seen-set: nothing
-recurses on the depth of a conversation.
+and results are put back (docs/claude-code.md, The walk and orphan recovery), and the
+messages the model sees are built from the chain (:mod:`.messages`). Every walk is a loop
+with a seen-set: nothing recurses on the depth of a conversation.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Reconstruction:
 
 
 def reconstruct(t: ClaudeTranscript, *, leaf: str | None = None, rule: str = "resume-file") -> Reconstruction:
-    """Rebuild the conversation from a leaf, as ``claude --resume`` does (format notes §7, §15).
+    """Rebuild the conversation from a leaf, as ``claude --resume`` does (docs/claude-code.md).
 
     ``leaf`` (any chain uuid; a progress uuid stands for its bridged ancestor) overrides the
     rule; :class:`~sessiond.errors.EntryNotFoundError` when it is not in the file. ``rule`` is
@@ -213,7 +213,7 @@ def _missing_parent(t: ClaudeTranscript, g: Graph, child: str, parent: str) -> d
 
 
 def _recover_orphans(t: ClaudeTranscript, g: Graph, chain: list[str]) -> tuple[list[str], int]:
-    """Put back the parallel tool-call pieces and results a parent walk skips (§7.3).
+    """Put back the parallel tool-call pieces and results a parent walk skips (docs/claude-code.md).
 
     For every ``message.id`` with a piece on the chain: its pieces that are not on the chain,
     then the tool-result entries whose parent is any of its pieces and that are not on the
@@ -279,7 +279,8 @@ def _recover_orphans(t: ClaudeTranscript, g: Graph, chain: list[str]) -> tuple[l
 
 
 def _unpaired(g: Graph, chain: list[str]) -> int:
-    """tool_use ids on ``chain`` without a tool_result on ``chain`` (the §12.1 measure)."""
+    """tool_use ids on ``chain`` without a tool_result on ``chain`` (the "unpaired" measure of
+    docs/claude-code.md's table of results)."""
     uses: dict[str, None] = {}
     results: set[str] = set()
     for u in chain:

@@ -56,7 +56,7 @@ METADATA_TYPES: Final = frozenset(
         "saved_hook_context",
     }
 )
-"""Non-chain record types seen in real files or named by parsers (format notes §3)."""
+"""Non-chain record types seen in real files or named by parsers (docs/claude-code.md, Loading)."""
 
 COMPACT_BOUNDARY: Final = "compact_boundary"
 SNIP_BOUNDARY: Final = "snip_boundary"
@@ -120,7 +120,7 @@ class ClaudeLoadDiagnostics:
 
 @dataclass(slots=True)
 class Titles:
-    """Session titles as the file records them (format notes §10)."""
+    """Session titles as the file records them (docs/claude-code.md, Titles and listing)."""
 
     custom_title: str | None = None
     """The last ``custom-title`` (``/rename``, SDK); an empty one clears it."""

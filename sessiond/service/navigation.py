@@ -61,17 +61,17 @@ async def navigate(
         spec: dict[str, Any] = {"type": E.BRANCH_SUMMARY, "summary": summary}
         if summary_details is not None:
             spec["details"] = summary_details
-        pending = session.begin_append([spec], parent_id=new_leaf, durability=mode)
+        pending = host.writer().begin_append([spec], parent_id=new_leaf, durability=mode)
         fields["summaryEntryId"] = pending.entry_ids[0]
         await host.complete(pending)
     else:
-        moved = session.begin_move_leaf(new_leaf, durability=mode)
+        moved = host.writer().begin_move_leaf(new_leaf, durability=mode)
         if moved is not None:
             fields["markerEntryId"] = moved.entry_ids[0]
             await host.complete(moved)
     if label:
         label_target = fields.get("summaryEntryId", target_id)
-        pending = session.begin_append(
+        pending = host.writer().begin_append(
             [{"type": E.LABEL, "targetId": label_target, "label": label}], durability=mode
         )
         await host.complete(pending)

@@ -25,7 +25,7 @@ import anyio
 from ..errors import SessionNotFoundError
 from ..model.tokens import TokenEstimator
 from ..store.journal import Durability
-from ..store.session import Session
+from ..store.session import ReadableSession, Session
 from .catalog import Catalog
 from .host import SessionHost
 from .hub import Hub
@@ -62,7 +62,7 @@ class SessionRegistry:
         self._paths: dict[str, Path] = {}
         self._opening: dict[str, anyio.Lock] = {}
         self.on_open: list[HostHook] = []
-        """Called when a host starts serving a ``Session`` object (opened, or read again)."""
+        """Called when a host starts serving a session object (opened, or read again)."""
         self.on_changed: list[HostHook] = []
         """Called when the file changed under the daemon (another writer, a reload)."""
         self.on_close: list[HostHook] = []
@@ -118,7 +118,9 @@ class SessionRegistry:
             self.use(host, user)
         return host
 
-    def adopt(self, session: Session, root: Root | None = None, user: Peer | None = None) -> SessionHost:
+    def adopt(
+        self, session: ReadableSession, root: Root | None = None, user: Peer | None = None
+    ) -> SessionHost:
         """Serve a session opened or created elsewhere (``session/new``, a fork)."""
         host = SessionHost(session, self.hub, self.estimator, self.window_for)
         host.root = root or self.catalog.roots[0]
@@ -131,12 +133,12 @@ class SessionRegistry:
             self.use(host, user)
         return host
 
-    async def read_again(self, host: SessionHost) -> Session:
+    async def read_again(self, host: SessionHost) -> ReadableSession:
         """A fresh copy of the host's file, read in a worker thread (not served yet)."""
         root, path = host.root, host.session.path
         return await anyio.to_thread.run_sync(lambda: self.catalog.open(root, path, self.durability))
 
-    def serve(self, host: SessionHost, fresh: Session) -> Session:
+    def serve(self, host: SessionHost, fresh: ReadableSession) -> ReadableSession:
         """Serve ``fresh`` in place of the host's session (after a reload); the old one is closed."""
         old = host.session
         host.replace_session(fresh)

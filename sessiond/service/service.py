@@ -213,7 +213,7 @@ class Service:
                 f"at most {self.config.limits.max_entries_per_append} entries per append", field="entries"
             )
         host = await self.registry.host(session_id, user)
-        pending = host.session.begin_append(
+        pending = host.writer().begin_append(
             entries,
             parent_id=parent_id,
             expect_leaf_id=expect_leaf_id,
@@ -265,7 +265,7 @@ class Service:
 
     async def fork(self, user: Peer, session_id: str, entry_id: str, position: str) -> M.ForkResult:
         host = await self.registry.host(session_id, user)
-        source = host.session
+        source = host.pi_session("forking")
         selected = source.get(entry_id)
         where: Literal["before", "at"] = "at" if position == "at" else "before"
         # A read-only session (another agent's) is forked into sessiond's own store.

@@ -1,8 +1,8 @@
 """What a client is shown of a session: the results of the read methods, built in one place.
 
 ``session/load``, ``tree/get``, ``tree/branch``, ``context/get``, ``context/usage`` and a
-``session/list`` row are pure functions of an open session (a Pi ``Session`` or a read-only
-Claude Code one: both answer the same reads), so the daemon and the command line's file mode
+``session/list`` row are pure functions of an open session (any ``ReadableSession``: a Pi ``Session``
+or a read-only Claude Code transcript answer the same reads), so the daemon and the command line's file mode
 (``sessiond show FILE``, ``--no-start``) call the same code and cannot drift apart.
 
 The results are the protocol's models built with ``model_construct``: nothing is validated or
@@ -26,16 +26,16 @@ from ..errors import EntryNotFoundError, InvalidArgumentError
 from ..model.js import UNDEFINED, get
 from ..model.tokens import TokenEstimator
 from ..store.listing import iso_string
-from ..store.session import Session
+from ..store.session import ReadableSession
 
 if TYPE_CHECKING:
     from .catalog import Listed
 
-WindowFor = Callable[[Session, Any], int | None]
+WindowFor = Callable[[ReadableSession, Any], int | None]
 """The context window of a session for a model (its own setting, the config, the table)."""
 
 
-def require_entry(session: Session, entry_id: str, field: str | None = None) -> None:
+def require_entry(session: ReadableSession, entry_id: str, field: str | None = None) -> None:
     """Refuse an id the session does not hold (-32011), naming the field when asked."""
     if entry_id not in session.tree:
         error = EntryNotFoundError(entry_id)
@@ -47,7 +47,7 @@ def require_entry(session: Session, entry_id: str, field: str | None = None) -> 
 # ---------------------------------------------------------------------------- one session
 
 
-def describe(session: Session, *, format: str, root: str) -> M.LoadResult:
+def describe(session: ReadableSession, *, format: str, root: str) -> M.LoadResult:
     """``session/load``: where the session is, its leaf and size, and how it was read."""
     return M.LoadResult.model_construct(
         sessionId=session.id,
@@ -65,13 +65,13 @@ def describe(session: Session, *, format: str, root: str) -> M.LoadResult:
     )
 
 
-def tree(session: Session) -> M.TreeResult:
+def tree(session: ReadableSession) -> M.TreeResult:
     """``tree/get``: every entry as a flat node (the store's view), and the leaf."""
     view = session.tree_view()
     return M.TreeResult.model_construct(leafId=view["leafId"], nodes=view["nodes"])
 
 
-def branch(session: Session, entry_id: str | None, full: bool) -> M.BranchResult:
+def branch(session: ReadableSession, entry_id: str | None, full: bool) -> M.BranchResult:
     """``tree/branch``: root -> ``entry_id`` (default the leaf), ids only unless ``full``.
 
     With ``full`` the ids are taken from the entries read: one walk (for Claude Code one
@@ -86,7 +86,7 @@ def branch(session: Session, entry_id: str | None, full: bool) -> M.BranchResult
     return M.BranchResult.model_construct(entryIds=[get(e, "id") for e in entries], entries=entries)
 
 
-def context(session: Session, leaf_id: str | None) -> M.ContextResult:
+def context(session: ReadableSession, leaf_id: str | None) -> M.ContextResult:
     """``context/get``: the messages a model is sent at the leaf (or at ``leaf_id``)."""
     if leaf_id is None:
         projection = session.context()
@@ -108,7 +108,7 @@ def _whole(tokens: float) -> int | None:
     return int(tokens) if tokens == tokens else None  # NaN: unknown
 
 
-def usage(session: Session, estimator: TokenEstimator, window_for: WindowFor) -> M.UsageResult:
+def usage(session: ReadableSession, estimator: TokenEstimator, window_for: WindowFor) -> M.UsageResult:
     """``context/usage``: how full the context is, and where the number comes from."""
     projection = session.context()
     estimate = session.context_usage(estimator)

@@ -1,0 +1,207 @@
+"""One session's log in the stream: compare-and-append, deduplicated retries, what others wrote.
+
+* **Subject**: ``<prefix>.<escaped session id>``; a message is one append batch, its payload
+  the batch's Pi lines (the first message: the header and everything held before the first
+  flush). The subject's messages concatenated are the session's Pi file.
+* **Compare-and-append**: every publish carries ``Nats-Expected-Last-Subject-Sequence`` = the
+  stream sequence of the last message this replica holds (0 to create). A stream that moved
+  on refuses it (``wrong last sequence``, 10071) and the session pulls, re-stages and retries.
+* **Idempotence**: ``Nats-Msg-Id`` is derived from the session, the expected sequence and the
+  bytes, so a publish retried after a lost acknowledgement is stored once (the stream's
+  duplicate window) and acknowledged with the original sequence.
+* **Metadata**: after each commit the session's KV key gets its file name, leaf and sequence
+  (advisory: for listing and finding; the stream is the truth).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import nats.errors
+import orjson
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import APIError, NotFoundError
+
+from ...errors import ClusterUnavailableError
+from ..remote import RemoteMoved
+from .link import Link
+
+WRONG_LAST_SEQUENCE = 10071
+"""JetStream's error code for a failed ``Nats-Expected-Last-Subject-Sequence``."""
+
+
+def subject_token(session_id: str) -> str:
+    """A session id as one subject token: ``.`` separates tokens, so it is escaped (reversibly)."""
+    return session_id.replace("_", "_5F").replace(".", "_2E")
+
+
+class JetStreamLog:
+    """The :class:`~sessiond.store.remote.RemoteLog` of one session."""
+
+    def __init__(self, link: Link, session_id: str, last_seq: int, file_name: str) -> None:
+        self.link = link
+        self.session_id = session_id
+        self.subject = f"{link.settings.subject_prefix}.{subject_token(session_id)}"
+        self.last_seq = last_seq
+        """Stream sequence of the last message this replica holds (0: none)."""
+        self.file_name = file_name
+        """The replica's path below the store's ``sessions`` directory (kept in the metadata)."""
+        self._delivered: deque[tuple[int, bytes]] = deque()
+        self._sub: Any = None
+        self._meta: dict[str, Any] = {}
+        self._meta_busy = False
+        self._meta_dirty = False
+        self._closed = threading.Event()
+
+    # ------------------------------------------------------------------ writing
+
+    def commit(self, data: bytes, *, create: bool, leaf: Any) -> None:
+        link = self.link
+        link.require(self.session_id)
+        expected = 0 if create else self.last_seq
+        digest = hashlib.blake2b(data, digest_size=12).hexdigest()
+        headers = {
+            "Nats-Expected-Last-Subject-Sequence": str(expected),
+            "Nats-Msg-Id": f"{self.session_id}:{expected}:{digest}",
+        }
+        wait = link.settings.ack_wait
+        deadline = time.monotonic() + wait
+        maybe_stored = False
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.05)
+            try:
+                ack = link.call(
+                    link.js.publish(self.subject, data, timeout=remaining, headers=headers), remaining + 1
+                )
+                break
+            except APIError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE or "wrong last sequence" in str(exc.description):
+                    raise RemoteMoved() from None
+                if exc.code == 503:  # no stream leader right now (an election): retry
+                    reason = f"the stream has no leader ({exc.description})"
+                else:
+                    raise ClusterUnavailableError(
+                        self.session_id, f"the stream refused the append: {exc.description or exc}"
+                    ) from exc
+            except (TimeoutError, nats.errors.TimeoutError) as exc:
+                maybe_stored = True  # the message may have been stored and only its ack lost
+                reason = f"no acknowledgement within {wait:g} s ({type(exc).__name__})"
+            except nats.errors.NoRespondersError:
+                reason = "the stream has no leader to answer (an election, or a lost quorum)"
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError) as exc:
+                maybe_stored = True
+                reason = f"the connection is down ({type(exc).__name__})"
+            except Exception as exc:  # NoStreamResponseError (a leader change) and the like
+                maybe_stored = True
+                reason = f"the stream did not answer ({exc or type(exc).__name__})"
+            if time.monotonic() >= deadline or not link.connected.is_set():
+                raise ClusterUnavailableError(
+                    self.session_id, reason, stored="maybe" if maybe_stored else "no"
+                ) from None
+            time.sleep(0.05)
+        self.last_seq = ack.seq
+        self._meta = {"file": self.file_name, "leaf": leaf, "seq": ack.seq, "modified": time.time()}
+        link.spawn(self._put_meta())
+
+    async def _put_meta(self) -> None:
+        """Store the latest metadata; one put at a time, so an older one never lands last."""
+        if self._meta_busy:
+            self._meta_dirty = True
+            return
+        self._meta_busy = True
+        try:
+            while True:
+                self._meta_dirty = False
+                await self.link.kv.put(self.session_id, orjson.dumps(self._meta))
+                if not self._meta_dirty:
+                    break
+        finally:
+            self._meta_busy = False
+
+    # ------------------------------------------------------------------ reading
+
+    def pull(self, *, fetch: bool) -> list[bytes]:
+        out: list[bytes] = []
+        while self._delivered:
+            seq, data = self._delivered.popleft()
+            if seq > self.last_seq:
+                out.append(data)
+                self.last_seq = seq
+        if fetch:
+            self.link.require(self.session_id)
+            while True:
+                try:
+                    msg = self.link.call(
+                        self.link.js.get_msg(
+                            self.link.settings.stream, seq=self.last_seq + 1, subject=self.subject, next=True
+                        ),
+                        self.link.settings.ack_wait,
+                    )
+                except NotFoundError:
+                    break
+                except Exception as exc:
+                    raise ClusterUnavailableError(self.session_id, f"cannot read the log: {exc}") from exc
+                if msg.seq is None or msg.seq <= self.last_seq:
+                    break
+                out.append(msg.data or b"")
+                self.last_seq = msg.seq
+        return out
+
+    def follow(self, wake: Callable[[], None]) -> None:
+        """Start the ordered consumer after what this replica holds; it survives reconnects."""
+        if self._sub is not None:
+            return
+
+        async def delivered(msg: Any) -> None:
+            self._delivered.append((msg.metadata.sequence.stream, msg.data))
+            wake()
+
+        async def subscribe() -> Any:
+            return await self.link.js.subscribe(
+                self.subject,
+                cb=delivered,
+                ordered_consumer=True,
+                config=ConsumerConfig(
+                    deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.last_seq + 1
+                ),
+                idle_heartbeat=2.0,
+                flow_control=True,
+            )
+
+        self._sub = self.link.call(subscribe(), self.link.settings.ack_wait)
+
+    def close(self) -> None:
+        sub, self._sub = self._sub, None
+        if sub is not None and self.link.connected.is_set():
+            self.link.spawn(sub.unsubscribe())
+
+
+def fetch_all(link: Link, subject: str) -> tuple[list[bytes], int]:
+    """Every message of a session's subject, in order, and the last one's sequence (0: none)."""
+
+    async def read() -> tuple[list[bytes], int]:
+        stream = link.settings.stream
+        try:
+            last = await link.js.get_last_msg(stream, subject)
+        except NotFoundError:
+            return [], 0
+        assert last.seq is not None
+        sub = await link.js.subscribe(
+            subject, ordered_consumer=True, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        )
+        out: list[bytes] = []
+        try:
+            while True:
+                msg = await sub.next_msg(timeout=link.settings.ack_wait)
+                out.append(msg.data)
+                if msg.metadata.sequence.stream >= last.seq:
+                    return out, msg.metadata.sequence.stream
+        finally:
+            await sub.unsubscribe()
+
+    return link.call(read(), None)

@@ -1,0 +1,246 @@
+"""Sessions shared by daemons through a real 3-node JetStream cluster on loopback (issue 18).
+
+Each test starts two real daemons (separate stores, configs and sockets) on one cluster and
+talks to them with the real client. Skipped when the ``nats`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("nats")
+
+from sessiond_client import Client
+from sessiond_client.client import RpcError
+from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.nats_cluster import Cluster, nats_server_binary
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(nats_server_binary() is None, reason="nats-server is not installed (the nats extra)"),
+]
+
+STORAGE_ERROR = -32018
+LEAF_MISMATCH = -32012
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with Cluster.create(tmp_path_factory.mktemp("nats")) as c:
+        yield c
+
+
+def config(servers: list[str], stream: str, replicas: int = 3) -> str:
+    urls = ", ".join(f'"{u}"' for u in servers)
+    return (
+        '[store]\nbackend = "jetstream"\n[store.jetstream]\n'
+        f'servers = [{urls}]\nstream = "{stream}"\nsubject_prefix = "t.{stream}"\n'
+        f'kv_bucket = "kv-{stream}"\nreplicas = {replicas}\nack_wait = 8.0\n'
+    )
+
+
+def two_daemons(
+    tmp_path: Path, cluster: Cluster, stream: str, servers: tuple[list[str], list[str]] | None = None
+) -> tuple[Daemon, Daemon]:
+    a_servers, b_servers = servers or (cluster.urls, cluster.urls[::-1])
+    a = start_daemon(tmp_path / "a", config=config(a_servers, stream))
+    try:
+        b = start_daemon(tmp_path / "b", config=config(b_servers, stream))
+    except BaseException:
+        a.stop()
+        raise
+    return a, b
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+
+
+async def collect(client: Client, sid: str, count: int, timeout: float = 60) -> list[str]:
+    """Entry ids of ``entries_appended`` updates until ``count`` have arrived."""
+    seen: list[str] = []
+
+    async def run() -> None:
+        while len(seen) < count:
+            method, params = await client.notification(timeout=None)
+            if method == "session/update" and params["sessionId"] == sid:
+                update = params["update"]
+                if update["sessionUpdate"] == "entries_appended":
+                    seen.extend(update["entryIds"])
+
+    await asyncio.wait_for(run(), timeout)
+    return seen
+
+
+async def writer(
+    client: Client, sid: str, name: str, count: int, acked: list[str], retry_unavailable: bool = False
+) -> None:
+    """Append ``count`` entries, each with ``expectLeafId`` of the leaf last seen: a lost race
+    re-reads the leaf and tries again (what an agent sharing a session does)."""
+    leaf = (await client.request("session/load", {"sessionId": sid}))["leafId"]
+    done = 0
+    while done < count:
+        try:
+            result = await client.request(
+                "session/append",
+                {"sessionId": sid, "entries": [user(f"{name}-{done}")], "expectLeafId": leaf},
+            )
+        except RpcError as exc:
+            if exc.code == LEAF_MISMATCH:
+                leaf = exc.data["currentLeafId"]
+                continue
+            if exc.code == STORAGE_ERROR and retry_unavailable:
+                await asyncio.sleep(0.2)
+                leaf = (await client.request("session/load", {"sessionId": sid}))["leafId"]
+                continue
+            raise
+        acked.extend(result["entryIds"])
+        leaf = result["leafId"]
+        done += 1
+        await asyncio.sleep(random.random() * 0.005)
+
+
+async def entries_of(client: Client, sid: str) -> list[dict[str, Any]]:
+    result = await client.request("session/entries", {"sessionId": sid, "limit": 5000})
+    return list(result["entries"])
+
+
+def assert_one_chain(entries: list[dict[str, Any]], acked: list[str]) -> None:
+    ids = [e["id"] for e in entries]
+    assert len(ids) == len(set(ids)), "an entry is stored twice"
+    assert sorted(set(acked)) == sorted(acked), "an entry was acknowledged twice"
+    assert set(acked) <= set(ids), f"acknowledged entries lost: {set(acked) - set(ids)}"
+    for prev, entry in itertools.pairwise(entries):
+        assert entry["parentId"] == prev["id"], "the session is not one chain"
+
+
+async def new_shared_session(client: Client) -> str:
+    sid = (await client.request("session/new", {"cwd": "/tmp/shared"}))["sessionId"]
+    await client.request("session/append", {"sessionId": sid, "entries": [user("first")]})
+    return sid
+
+
+async def test_two_daemons_eight_racing_writers(tmp_path: Path, cluster: Cluster) -> None:
+    a, b = two_daemons(tmp_path, cluster, "RACE")
+    try:
+        ca, cb = await a.client(), await b.client()
+        sid = await new_shared_session(ca)
+        # B has never seen the session: it finds it through the shared metadata.
+        await ca.request("session/load", {"sessionId": sid, "subscribe": True})
+        await cb.request("session/load", {"sessionId": sid, "subscribe": True})
+        clients = [await a.client() for _ in range(4)] + [await b.client() for _ in range(4)]
+        acked: list[str] = []
+        per_writer = 12
+        watch_a = asyncio.create_task(collect(ca, sid, 8 * per_writer))
+        watch_b = asyncio.create_task(collect(cb, sid, 8 * per_writer))
+        await asyncio.gather(*(writer(c, sid, f"w{i}", per_writer, acked) for i, c in enumerate(clients)))
+        assert len(acked) == 8 * per_writer
+        seen_a, seen_b = await watch_a, await watch_b
+        assert seen_a == seen_b, "the daemons' subscribers saw different orders"
+        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        assert [e["id"] for e in entries_a] == [e["id"] for e in entries_b]
+        assert_one_chain(entries_a, acked)
+        assert seen_a == [e["id"] for e in entries_a][1:], "subscribers saw another order than stored"
+        for c in [ca, cb, *clients]:
+            await c.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def test_leader_killed_mid_run(tmp_path: Path, cluster: Cluster) -> None:
+    a, b = two_daemons(tmp_path, cluster, "LEADER")
+    try:
+        ca, cb = await a.client(), await b.client()
+        sid = await new_shared_session(ca)
+        clients = [await a.client() for _ in range(2)] + [await b.client() for _ in range(2)]
+        acked: list[str] = []
+        run = asyncio.gather(
+            *(writer(c, sid, f"w{i}", 25, acked, retry_unavailable=True) for i, c in enumerate(clients))
+        )
+        await asyncio.sleep(0.3)
+        leader = await asyncio.to_thread(stream_leader, cluster, "LEADER")
+        node = next(n for n in cluster.nodes if n.name == leader)
+        cluster.kill_node(node)
+        try:
+            await asyncio.wait_for(run, 120)
+        finally:
+            cluster.start_node(node)
+            await asyncio.to_thread(cluster.wait_ready)
+        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        assert [e["id"] for e in entries_a] == [e["id"] for e in entries_b]
+        assert_one_chain(entries_a, acked)
+        for c in [ca, cb, *clients]:
+            await c.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
+async def test_daemon_cut_from_the_cluster_refuses_then_catches_up(tmp_path: Path, cluster: Cluster) -> None:
+    cut = cluster.nodes[0]
+    a, b = two_daemons(tmp_path, cluster, "CUT", servers=([cut.url], [n.url for n in cluster.nodes[1:]]))
+    try:
+        ca, cb = await a.client(), await b.client()
+        sid = await new_shared_session(cb)
+        await ca.request("session/load", {"sessionId": sid, "subscribe": True})
+        cluster.kill_node(cut)
+        try:
+            for _ in range(100):  # the daemon notices within its ping interval
+                try:
+                    await ca.request("session/append", {"sessionId": sid, "entries": [user("lost?")]})
+                except RpcError as exc:
+                    assert exc.code == STORAGE_ERROR
+                    assert exc.data["cluster"] == "unavailable"
+                    assert "cluster is unavailable" in exc.message
+                    break
+                await asyncio.sleep(0.2)
+            else:
+                pytest.fail("a daemon cut from the cluster kept acknowledging writes")
+            written = []
+            for i in range(5):  # the rest of the cluster goes on
+                r = await cb.request("session/append", {"sessionId": sid, "entries": [user(f"b{i}")]})
+                written.extend(r["entryIds"])
+        finally:
+            cluster.start_node(cut)
+            await asyncio.to_thread(cluster.wait_ready)
+        # A resumes: its subscriber hears what B wrote meanwhile, and it writes again.
+        seen = await collect(ca, sid, len(written), timeout=60)
+        assert seen[-len(written) :] == written
+        for _ in range(100):
+            try:
+                r = await ca.request("session/append", {"sessionId": sid, "entries": [user("back")]})
+                break
+            except RpcError as exc:
+                assert exc.code == STORAGE_ERROR
+                await asyncio.sleep(0.2)
+        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        assert [e["id"] for e in entries_a] == [e["id"] for e in entries_b]
+        assert_one_chain(entries_a, [*written, *r["entryIds"]])
+        await ca.close()
+        await cb.close()
+    finally:
+        a.stop()
+        b.stop()
+
+
+def stream_leader(cluster: Cluster, stream: str) -> str:
+    import nats  # noqa: PLC0415 - imported after the importorskip above
+
+    async def ask() -> str:
+        nc = await nats.connect(servers=cluster.urls)
+        try:
+            info = await nc.jetstream().stream_info(stream)
+            assert info.cluster is not None and info.cluster.leader is not None
+            return info.cluster.leader
+        finally:
+            await nc.close()
+
+    return asyncio.run(ask())

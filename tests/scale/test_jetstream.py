@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +21,11 @@ import pytest
 
 pytest.importorskip("nats")
 
+from sessiond.store.session import Session
 from sessiond_client import Client
 from sessiond_client.client import RpcError
-from tests.harness.daemon import Daemon, start_daemon
+from tests.conftest import PI_FIXTURES
+from tests.harness.daemon import Daemon, daemon_env, start_daemon
 from tests.harness.nats_cluster import Cluster, nats_server_binary
 
 pytestmark = [
@@ -244,3 +250,52 @@ def stream_leader(cluster: Cluster, stream: str) -> str:
             await nc.close()
 
     return asyncio.run(ask())
+
+
+async def test_import_then_serve_then_export(tmp_path: Path, cluster: Cluster) -> None:
+    """A local Pi file (2.3 MB, migrated from v1: several messages) goes into the shared store
+    with `sessiond store import`, a daemon that never saw it serves and extends it, and
+    `sessiond store export` gives back the same bytes plus the new entry."""
+    source = tmp_path / "local.jsonl"
+    shutil.copy(PI_FIXTURES / "before-compaction.v1.jsonl", source)
+    Session.open(source).close()  # migrated to v3 in place (atomically)
+    original = source.read_bytes()
+    conf = config(cluster.urls, "IMPORT")
+    (tmp_path / "cli").mkdir()
+    env = daemon_env(tmp_path / "cli", config=conf)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sessiond", "store", *args, "--json"],
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    done = cli("import", str(source))
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout)["imported"][0]
+    assert imported["messages"] > 1
+    sid = imported["sessionId"]
+    again = cli("import", str(source))
+    assert again.returncode == 4 and "already in the shared store" in again.stdout
+
+    daemon = start_daemon(tmp_path / "d", config=conf)
+    try:
+        client = await daemon.client()
+        loaded = await client.request("session/load", {"sessionId": sid})
+        assert loaded["entryCount"] == original.count(b"\n") - 1
+        added = await client.request("session/append", {"sessionId": sid, "entries": [user("more")]})
+        await client.close()
+    finally:
+        daemon.stop()
+    exported = tmp_path / "exported.jsonl"
+    out = cli("export", sid, "-o", str(exported))
+    assert out.returncode == 0, out.stderr
+    data = exported.read_bytes()
+    assert data.startswith(original)
+    tail = json.loads(data[len(original) :])
+    assert tail["id"] == added["entryIds"][0]
+    assert cli("export", sid, "-o", str(exported)).returncode != 0  # never over an existing file

@@ -14,6 +14,7 @@ client keeps reconnecting in the background and the subscriptions resume where t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -46,6 +47,8 @@ class Link:
         self._js: JetStreamContext | None = None
         self._kv: KeyValue | None = None
         self.connected = threading.Event()
+        self._spawned: set[concurrent.futures.Future[Any]] = set()
+        self._closing = False
         try:
             self.call(self._connect(), settings.connect_timeout + 5)
         except BaseException:
@@ -66,6 +69,8 @@ class Link:
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` on the link's loop without waiting (metadata updates)."""
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._spawned.add(future)
+        future.add_done_callback(self._spawned.discard)
         future.add_done_callback(_log_failure)
 
     @property
@@ -90,6 +95,8 @@ class Link:
 
         async def disconnected() -> None:
             self.connected.clear()
+            if self._closing:
+                return
             log.warning("disconnected from the JetStream cluster; writes are refused until it is back")
 
         async def reconnected() -> None:
@@ -146,6 +153,9 @@ class Link:
         )
 
     def close(self) -> None:
+        """Finish the metadata updates still in flight (briefly), then disconnect."""
+        concurrent.futures.wait(list(self._spawned), timeout=2)
+        self._closing = True
         nc = self._nc
         if nc is not None:
             try:

@@ -108,6 +108,13 @@ class JetStreamLog:
         self._meta = {"file": self.file_name, "leaf": leaf, "seq": ack.seq, "modified": time.time()}
         link.spawn(self._put_meta())
 
+    def flush_metadata(self) -> None:
+        """Store the metadata now and wait for it (a command that exits right after)."""
+        if self._meta:
+            self.link.call(
+                self.link.kv.put(self.session_id, orjson.dumps(self._meta)), self.link.settings.ack_wait
+            )
+
     async def _put_meta(self) -> None:
         """Store the latest metadata; one put at a time, so an older one never lands last."""
         if self._meta_busy:

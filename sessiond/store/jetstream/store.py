@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from nats.js.errors import KeyNotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from ...errors import ClusterUnavailableError, SessionExistsError
 from ..journal import Durability
@@ -109,6 +109,19 @@ class JetStreamStore:
         self.link.close()
 
     # ------------------------------------------------------------------ helpers
+
+    def last_seq(self, session_id: str) -> int:
+        """The stream sequence of the session's last message (0: the session is not in the stream)."""
+        self.link.require(session_id)
+
+        async def ask() -> int:
+            try:
+                msg = await self.link.js.get_last_msg(self.settings.stream, self.subject(session_id))
+            except NotFoundError:
+                return 0
+            return msg.seq or 0
+
+        return self.link.call(ask(), self.settings.ack_wait)
 
     def _exists(self, session_id: str) -> bool:
         return self._meta(session_id) is not None

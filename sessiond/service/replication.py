@@ -29,7 +29,10 @@ class Replication:
         session = host.session
         if not isinstance(session, Session) or session.remote is None:
             return
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # opened outside the daemon's loop (a test, a tool): nothing to announce to
         scheduled = False
 
         def pump() -> None:

@@ -191,6 +191,8 @@ class Service:
         target = trash / f"{stamp}_{path.parent.name}_{path.name}"
         if path.exists():
             await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        if self.catalog.root_of(path) is self.catalog.roots[0]:
+            await anyio.to_thread.run_sync(self.store.delete, session_id)
         self.registry.forget_path(session_id)
         return M.DeleteResult.model_construct(trashedPath=str(target))
 

@@ -49,6 +49,10 @@ class StoreBackend(Protocol):
         """Before listing: make sessions other daemons created visible in the store's directory."""
         ...
 
+    def delete(self, session_id: str) -> None:
+        """Forget a session the service moved to its trash (a shared store: for every daemon)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -81,6 +85,9 @@ class LocalStore:
 
     def refresh(self) -> None:
         return None
+
+    def delete(self, session_id: str) -> None:
+        return None  # the file in the trash was the session
 
     def close(self) -> None:
         return None

@@ -154,6 +154,8 @@ class Link:
 
     def close(self) -> None:
         """Finish the metadata updates still in flight (briefly), then disconnect."""
+        if self._closing:
+            return
         concurrent.futures.wait(list(self._spawned), timeout=2)
         self._closing = True
         nc = self._nc

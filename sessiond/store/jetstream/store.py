@@ -10,6 +10,7 @@ before the store was shared) is served read-only until ``sessiond import`` puts 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,21 @@ class JetStreamStore:
             meta = self._meta(key)
             if meta is not None and not (self.sessions_dir / str(meta.get("file", ""))).exists():
                 self._materialise(key, meta)
+
+    def delete(self, session_id: str) -> None:
+        """Purge the session's subject and its metadata: no daemon finds it again (this daemon's
+        trash keeps the replica)."""
+        self.link.require(session_id)
+
+        async def purge() -> None:
+            await self.link.js.purge_stream(self.settings.stream, subject=self.subject(session_id))
+            with contextlib.suppress(KeyNotFoundError):
+                await self.link.kv.purge(session_id)
+
+        try:
+            self.link.call(purge(), self.settings.ack_wait)
+        except Exception as exc:
+            raise ClusterUnavailableError(session_id, f"cannot delete it from the stream: {exc}") from exc
 
     def close(self) -> None:
         self.link.close()

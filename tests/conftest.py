@@ -86,3 +86,43 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     if request.param == "jetstream":
         request.getfixturevalue("nats_cluster")
     return str(request.param)
+
+
+_stores = iter(range(1_000_000))
+
+
+@pytest.fixture
+def store_backend(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The store backend to write sessions through: :class:`LocalStore`, or a JetStream store on
+    the shared cluster (a stream of its own per test) whose log :func:`log_file` reads back."""
+    from sessiond.store.backend import LocalStore, open_store  # noqa: PLC0415
+    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
+
+    if backend_name == "local":
+        yield LocalStore()
+        return
+    cluster = request.getfixturevalue("nats_cluster")
+    name = f"STORE{next(_stores)}"
+    settings = JetStreamSettings(
+        servers=tuple(cluster.urls), stream=name, subject_prefix=f"s.{name}", kv_bucket=f"kv-{name}"
+    )
+    store = open_store("jetstream", tmp_path / "sessions", settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def log_file(store: Any, session: Any, tmp_path: Path) -> Path:
+    """The session as the store holds it: its file (local), or its log in the stream written
+    out as a Pi file (JetStream) — checked equal to the daemon's replica first."""
+    if store.name == "local":
+        return Path(session.path)
+    from sessiond.store.jetstream.log import fetch_all  # noqa: PLC0415
+
+    batches, _ = fetch_all(store.link, store.subject(session.id))
+    data = b"".join(batches)
+    assert data == Path(session.path).read_bytes(), "the replica differs from the log"
+    exported = tmp_path / f"exported-{session.id}.jsonl"
+    exported.write_bytes(data)
+    return exported

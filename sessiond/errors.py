@@ -122,9 +122,11 @@ class ClusterUnavailableError(JournalError):
     another writer's entry once the cluster is back, never twice.
     """
 
-    def __init__(self, session: str, reason: str, *, stored: str = "no") -> None:
+    def __init__(
+        self, session: str, reason: str, *, stored: str = "no", outcome: str = "nothing was acknowledged"
+    ) -> None:
         JournalError.__init__(
-            self, f"The session store's cluster is unavailable ({reason}); nothing was acknowledged", session
+            self, f"The session store's cluster is unavailable ({reason}); {outcome}", session
         )
         self.data.update(cluster="unavailable", reason=reason, maybeStored=stored != "no")
         self.reason = reason

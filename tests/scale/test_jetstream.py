@@ -13,7 +13,6 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,10 @@ STORAGE_ERROR = -32018
 LEAF_MISMATCH = -32012
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with Cluster.create(tmp_path_factory.mktemp("nats")) as c:
-        yield c
+@pytest.fixture
+def cluster(nats_cluster: Cluster) -> Cluster:
+    """The run's shared cluster (a test that kills a node starts it again before it ends)."""
+    return nats_cluster
 
 
 def config(servers: list[str], stream: str, replicas: int = 3) -> str:
@@ -299,3 +298,23 @@ async def test_import_then_serve_then_export(tmp_path: Path, cluster: Cluster) -
     tail = json.loads(data[len(original) :])
     assert tail["id"] == added["entryIds"][0]
     assert cli("export", sid, "-o", str(exported)).returncode != 0  # never over an existing file
+
+
+def test_a_daemon_without_its_cluster_says_so_and_exits(tmp_path: Path) -> None:
+    conf = (
+        '[store]\nbackend = "jetstream"\n[store.jetstream]\n'
+        'servers = ["nats://127.0.0.1:1"]\nconnect_timeout = 1.0\n'
+    )
+    (tmp_path / "home").mkdir()
+    env = daemon_env(tmp_path / "home", config=conf)
+    done = subprocess.run(
+        [sys.executable, "-m", "sessiond", "serve", "--socket", str(tmp_path / "s.sock")],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "cluster is unavailable (cannot connect to nats://127.0.0.1:1 within 1 s" in done.stderr
+    assert "Traceback" not in done.stderr

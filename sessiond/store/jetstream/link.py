@@ -50,7 +50,7 @@ class Link:
         self._spawned: set[concurrent.futures.Future[Any]] = set()
         self._closing = False
         try:
-            self.call(self._connect(), settings.connect_timeout + 5)
+            self.call(self._connect(), settings.connect_timeout + 10)
         except BaseException:
             self.close()
             raise
@@ -107,7 +107,7 @@ class Link:
             log.debug("nats: %s", exc)
 
         try:
-            nc = await nats.connect(
+            connecting = nats.connect(
                 servers=list(s.servers),
                 connect_timeout=min(s.connect_timeout, 2.0),
                 max_reconnect_attempts=-1,
@@ -119,9 +119,13 @@ class Link:
                 error_cb=error,
                 name="sessiond",
             )
+            nc = await asyncio.wait_for(connecting, s.connect_timeout)
         except Exception as exc:
             raise ClusterUnavailableError(
-                "(store)", f"cannot connect to {', '.join(s.servers)}: {exc or type(exc).__name__}"
+                "(store)",
+                f"cannot connect to {', '.join(s.servers)} within {s.connect_timeout:g} s: "
+                f"{str(exc) or type(exc).__name__}",
+                outcome="check [store.jetstream] servers and that the cluster runs (docs/scale-out.md)",
             ) from exc
         self._nc = nc
         self._js = nc.jetstream(timeout=s.ack_wait)

@@ -98,7 +98,7 @@ class JetStreamLog:
                 reason = f"the connection is down ({type(exc).__name__})"
             except Exception as exc:  # NoStreamResponseError (a leader change) and the like
                 maybe_stored = True
-                reason = f"the stream did not answer ({exc or type(exc).__name__})"
+                reason = f"the stream did not answer ({str(exc) or type(exc).__name__})"
             if time.monotonic() >= deadline or not link.connected.is_set():
                 raise ClusterUnavailableError(
                     self.session_id, reason, stored="maybe" if maybe_stored else "no"

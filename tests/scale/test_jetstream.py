@@ -318,3 +318,31 @@ def test_a_daemon_without_its_cluster_says_so_and_exits(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "cluster is unavailable (cannot connect to nats://127.0.0.1:1 within 1 s" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_session_deleted_by_another_daemon_refuses_writes_clearly(tmp_path: Path, cluster: Cluster) -> None:
+    from sessiond.errors import SessionChangedError  # noqa: PLC0415
+    from sessiond.store.backend import open_store  # noqa: PLC0415
+    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
+    from sessiond.store.journal import Durability  # noqa: PLC0415
+
+    settings = JetStreamSettings(
+        servers=tuple(cluster.urls), stream="DEL", subject_prefix="d", kv_bucket="del"
+    )
+    a = open_store("jetstream", tmp_path / "a", settings)
+    b = open_store("jetstream", tmp_path / "b", settings)
+    try:
+        s = a.create(
+            tmp_path / "a" / "w", "/w", session_id=None, parent_session=None, durability=Durability.BUFFERED
+        )
+        s.append_message(user("hello")["message"])
+        path = b.locate(s.id)
+        assert path is not None
+        other = b.open(path, durability=Durability.BUFFERED)
+        a.delete(s.id)
+        with pytest.raises(SessionChangedError, match="deleted or cut short"):
+            other.append_message(user("after the delete")["message"])
+        assert b.locate(s.id) is None
+    finally:
+        a.close()
+        b.close()

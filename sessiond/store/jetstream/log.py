@@ -106,7 +106,14 @@ class JetStreamLog:
             time.sleep(0.05)
         self.last_seq = ack.seq
         self._meta = {"file": self.file_name, "leaf": leaf, "seq": ack.seq, "modified": time.time()}
-        link.spawn(self._put_meta())
+        if create:
+            # Other daemons find (and list) the session through its metadata from now on.
+            try:
+                self.flush_metadata()
+            except Exception:
+                link.spawn(self._put_meta())  # the entries are stored; the listing catches up
+        else:
+            link.spawn(self._put_meta())
 
     def flush_metadata(self) -> None:
         """Store the metadata now and wait for it (a command that exits right after)."""

@@ -20,7 +20,7 @@ from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from ...errors import ClusterUnavailableError, SessionExistsError
 from ..journal import Durability
-from ..layout import ensure_within
+from ..layout import encode_cwd, ensure_within, session_file_name
 from ..listing import read_header
 from ..session import Session
 from .link import Link
@@ -88,11 +88,35 @@ class JetStreamStore:
         return session
 
     def locate(self, session_id: str) -> Path | None:
-        meta = self._meta(session_id)
+        meta = self._meta(session_id) or self._meta_from_log(session_id)
         if meta is None:
             return None
-        path = self._materialise(session_id, meta)
-        return path
+        return self._materialise(session_id, meta)
+
+    def _meta_from_log(self, session_id: str) -> dict[str, Any] | None:
+        """Where the session's replica goes, from its header (the metadata may lag its log)."""
+
+        async def first() -> bytes | None:
+            try:
+                msg = await self.link.js.get_msg(
+                    self.settings.stream, seq=1, subject=self.subject(session_id), next=True
+                )
+            except NotFoundError:
+                return None
+            return msg.data
+
+        data = self.link.call(first(), self.settings.ack_wait)
+        if not data:
+            return None
+        try:
+            header = orjson.loads(data.split(b"\n", 1)[0])
+        except orjson.JSONDecodeError:
+            return None
+        if type(header) is not dict or type(header.get("timestamp")) is not str:
+            return None
+        cwd = header.get("cwd") if type(header.get("cwd")) is str else "/"
+        name = os.path.join(encode_cwd(cwd or "/"), session_file_name(header["timestamp"], session_id))
+        return {"file": name}
 
     def refresh(self) -> None:
         if not self.link.connected.is_set():

@@ -65,5 +65,5 @@ class LeafMoves(WritableSession):
                 try:
                     return self._stage_and_write([marker], entry_id, durability)
                 except RemoteMoved:
-                    self._pull_remote(fetch=True)  # another daemon appended first: move from its leaf
+                    self._pull_remote(fetch=True, after_conflict=True)  # another daemon appended first
             raise ClusterUnavailableError(self.id, f"the log kept moving for {REMOTE_ATTEMPTS} attempts")

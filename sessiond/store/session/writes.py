@@ -134,7 +134,7 @@ class WritableSession(FollowedSession):
                 except RemoteMoved:
                     # Another daemon appended first: take its entries, then stage again on the
                     # new leaf (or refuse, if the caller expected the old one).
-                    self._pull_remote(fetch=True)
+                    self._pull_remote(fetch=True, after_conflict=True)
             raise ClusterUnavailableError(self.id, f"the log kept moving for {REMOTE_ATTEMPTS} attempts")
 
     def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
@@ -398,11 +398,18 @@ class WritableSession(FollowedSession):
                 self._pull_remote(fetch=False)
         return self.take_external()
 
-    def _pull_remote(self, *, fetch: bool) -> None:
-        """Write other daemons' batches to the replica file and index them as external lines."""
+    def _pull_remote(self, *, fetch: bool, after_conflict: bool = False) -> None:
+        """Write other daemons' batches to the replica file and index them as external lines.
+
+        After a refused commit there must be something new; nothing means the log no longer
+        ends where this replica does (the session was deleted from the shared store)."""
         assert self.remote is not None
         batches = self.remote.pull(fetch=fetch)
         if not batches:
+            if after_conflict:
+                raise SessionChangedError(
+                    str(self.path), "its log in the shared store was deleted or cut short; reload it"
+                )
             return
         if self._journal is None:
             # Our first write lost the race to create the log: someone owns this id already.

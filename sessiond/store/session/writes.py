@@ -118,24 +118,31 @@ class WritableSession(FollowedSession):
         if type(specs) is not list or not specs:
             raise InvalidArgumentError("entries must be a non-empty array", field="entries")
         with self._lock:
+            if self.remote is None:  # the local store: the file is the log
+                return self._begin_locked(specs, parent_id, expect_leaf_id, durability)
             for _ in range(REMOTE_ATTEMPTS):
-                self._before_write()
-                current = self._leaf_for_append()
-                if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
-                    raise LeafMismatchError(expect_leaf_id, current)
-                if parent_id is UNDEFINED:
-                    parent = current
-                elif parent_id is None or parent_id in self._index.tree:
-                    parent = parent_id
-                else:
-                    raise EntryNotFoundError(parent_id)
                 try:
-                    return self._stage_and_write(specs, parent, durability)
+                    return self._begin_locked(specs, parent_id, expect_leaf_id, durability)
                 except RemoteMoved:
                     # Another daemon appended first: take its entries, then stage again on the
                     # new leaf (or refuse, if the caller expected the old one).
                     self._pull_remote(fetch=True, after_conflict=True)
             raise ClusterUnavailableError(self.id, f"the log kept moving for {REMOTE_ATTEMPTS} attempts")
+
+    def _begin_locked(
+        self, specs: list[Any], parent_id: Any, expect_leaf_id: Any, durability: Durability | None
+    ) -> PendingAppend:
+        self._before_write()
+        current = self._leaf_for_append()
+        if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
+            raise LeafMismatchError(expect_leaf_id, current)
+        if parent_id is UNDEFINED:
+            parent = current
+        elif parent_id is None or parent_id in self._index.tree:
+            parent = parent_id
+        else:
+            raise EntryNotFoundError(parent_id)
+        return self._stage_and_write(specs, parent, durability)
 
     def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
         return self.append_entries([spec], durability=durability)[0]

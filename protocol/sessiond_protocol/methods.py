@@ -109,15 +109,19 @@ class LoadResult(Result):
     header: Open = Field(description="The session header line.")
     saved: bool = Field(description="Whether the file exists yet (Pi's first-flush rule).")
     diagnostics: Open = Field(description="What the loader skipped or repaired (junk lines, torn tail...).")
-    format: Literal["pi", "claude-code"] = "pi"
-    root: str = Field("sessiond", description="`sessiond`, `pi` or `claude`.")
+    format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
+    root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
 
 
 class ListParams(WorkDone):
     cwd: str | None = Field(None, description="Only the sessions of this working directory.")
-    root: Literal["sessiond", "pi", "claude"] | None = Field(None, description="Only this root.")
-    format: Literal["pi", "claude-code"] | None = Field(None, description="Only this format.")
+    root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = Field(
+        None, description="Only this root."
+    )
+    format: Literal["pi", "claude-code", "codex", "opencode"] | None = Field(
+        None, description="Only this format."
+    )
     subscribe: bool = Field(
         False, description="Also send this connection `session_list_update` when sessions appear or change."
     )

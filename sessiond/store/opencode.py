@@ -32,7 +32,7 @@ import orjson
 
 from ..errors import SessionNotFoundError
 from ..formats.opencode import OpenCodeSession as OpenCodeRecords
-from ..formats.opencode import build_session, convert, session_from_row
+from ..formats.opencode import build_session, convert, iso, session_from_row
 from ..formats.opencode.convert import Conversion
 from ..model.js import key
 from .foreign import ForeignSession
@@ -107,13 +107,16 @@ class OpenCodeDatabase:
                 (session_id,),
             ).fetchall()
             conn.execute("COMMIT")
-        return build_session(session_from_row(dict(row)), (tuple(m) for m in messages), (tuple(p) for p in parts))
+        info = session_from_row(dict(row))
+        return build_session(info, (tuple(m) for m in messages), (tuple(p) for p in parts))
 
     def signature(self, session_id: str) -> tuple[Any, ...]:
         """Changes whenever a message or part of the session (or the session row) changes."""
         with self.connect() as conn:
             conn.execute("BEGIN")
-            s = conn.execute("SELECT time_updated, revert FROM session WHERE id = ?", (session_id,)).fetchone()
+            s = conn.execute(
+                "SELECT time_updated, revert FROM session WHERE id = ?", (session_id,)
+            ).fetchone()
             m = conn.execute(
                 "SELECT COUNT(*), MAX(time_updated) FROM message WHERE session_id = ?", (session_id,)
             ).fetchone()
@@ -131,7 +134,9 @@ class OpenCodeDatabase:
                     if not self.exists():
                         return None
                     uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro"
-                    self._watch = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False)
+                    self._watch = sqlite3.connect(
+                        uri, uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False
+                    )
                 row = self._watch.execute("PRAGMA data_version").fetchone()
                 return int(row[0])
             except sqlite3.Error:
@@ -154,7 +159,8 @@ class OpenCodeDatabase:
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+    query = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
+    return conn.execute(query, (name,)).fetchone() is not None
 
 
 def _first_prompts(conn: sqlite3.Connection) -> dict[str, str]:
@@ -162,7 +168,7 @@ def _first_prompts(conn: sqlite3.Connection) -> dict[str, str]:
     out: dict[str, str] = {}
     rows = conn.execute(
         "SELECT p.session_id, p.data FROM part p JOIN message m ON m.id = p.message_id "
-        "WHERE m.data LIKE '%\"role\":\"user\"%' ORDER BY m.time_created, m.id, p.id"
+        'WHERE m.data LIKE \'%"role":"user"%\' ORDER BY m.time_created, m.id, p.id'
     )
     for session_id, data in rows:
         if session_id in out:
@@ -171,7 +177,9 @@ def _first_prompts(conn: sqlite3.Connection) -> dict[str, str]:
             part = orjson.loads(data)
         except orjson.JSONDecodeError:
             continue
-        if type(part) is dict and part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored"):
+        if type(part) is not dict or part.get("type") != "text":
+            continue
+        if not part.get("synthetic") and not part.get("ignored"):
             text = part.get("text")
             if type(text) is str and text.strip():
                 out[session_id] = text.strip()
@@ -298,13 +306,11 @@ class OpenCodeSession(ForeignSession):
     def __init__(self, path: Path, records: OpenCodeRecords, store: str, signature: Any) -> None:
         time = records.info.get("time")
         created = time.get("created") if type(time) is dict else None
-        from ..formats.opencode import iso  # noqa: PLC0415
-
         header = {
             "type": "session",
             "version": 3,
             "id": records.id,
-            "timestamp": iso(int(created)) if type(created) in (int, float) else "",
+            "timestamp": iso(int(created)) if type(created) is int or type(created) is float else "",
             "cwd": records.directory,
         }
         super().__init__(path, header, READ_ONLY)

@@ -60,7 +60,12 @@ def start_daemon(
     socket = tmp / "run" / "sessiond.sock"
     log = tmp / "daemon.log"
     # Other agents' directories point into the test's tmp dir, never at the user's real ones.
-    isolated = {"CLAUDE_CONFIG_DIR": str(tmp / "claude"), "PI_CODING_AGENT_DIR": str(tmp / "pi")}
+    isolated = {
+        "CLAUDE_CONFIG_DIR": str(tmp / "claude"),
+        "PI_CODING_AGENT_DIR": str(tmp / "pi"),
+        "CODEX_HOME": str(tmp / "codex"),
+        "XDG_DATA_HOME": str(tmp / "data"),
+    }
     run_env = {**os.environ, "SESSIOND_HOME": str(store), **isolated, **(env or {})}
     run_env.pop("SESSIOND_CONFIG", None)
     if config is not None:

@@ -2,8 +2,8 @@
 
 **Entries.** One Pi entry per message (its id), and after an assistant message one
 ``toolResult`` entry per tool part (the part's id), chained in message order. Only *settled*
-messages get entries: a user message once it has parts, an assistant message once it is
-completed or failed, any message once a later one exists. A message still being streamed is
+messages get entries: an assistant message once it is completed or failed, any message once
+a later one exists (so a user message once its reply has started). A message still being streamed is
 in the context but not yet in the tree, so an entry never changes after it is announced.
 The leaf is the last entry before the session's revert point when one is armed (OpenCode
 hides the reverted messages and deletes them at the next prompt), else the last entry.
@@ -267,7 +267,7 @@ def settled(messages: list[OpenCodeMessage]) -> list[OpenCodeMessage]:
         if message.role == "assistant":
             done = bool(_time(message.info, "completed")) or type(message.info.get("error")) is dict
         else:
-            done = bool(message.parts)
+            done = False  # its parts are written one by one: done once the reply has started
         if not (done or later):
             break
         out.append(message)

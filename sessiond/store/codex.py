@@ -23,6 +23,18 @@ READ_ONLY: Final = "it is a Codex CLI rollout; sessiond never writes another age
 INDEX_FILE: Final = "session_index.jsonl"
 
 
+def is_codex_rollout(path: str | os.PathLike[str]) -> bool:
+    """Whether a file starts like a Codex rollout (its first record; at most 1 MiB is read)."""
+    from ..formats.codex.records import looks_like_rollout  # noqa: PLC0415
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return False
+    return looks_like_rollout(head)
+
+
 def codex_home_of(path: Path) -> Path | None:
     """``$CODEX_HOME`` for a rollout under ``<home>/sessions`` or ``<home>/archived_sessions``."""
     for parent in Path(path).parents:
@@ -189,4 +201,4 @@ def _id_from_name(path: Path) -> str:
     return tail if len(tail) == 36 and tail.count("-") == 4 else stem
 
 
-__all__ = ["READ_ONLY", "CodexSession", "codex_home_of", "read_title"]
+__all__ = ["READ_ONLY", "CodexSession", "codex_home_of", "is_codex_rollout", "read_title"]

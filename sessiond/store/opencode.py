@@ -267,6 +267,22 @@ def db_session_path(data_dir: Path, session_id: str) -> Path:
     return Path(data_dir) / f"{DB_NAME}{SEPARATOR}{session_id}"
 
 
+def is_opencode_session_path(path: str | os.PathLike[str]) -> bool:
+    """``<data>/opencode.db#<id>``, or a session file of the JSON store (``storage/session/*/``)."""
+    p = Path(path)
+    if split_db_path(p) is not None:
+        return True
+    parts = p.parts
+    return (
+        p.suffix == ".json"
+        and len(parts) >= 4
+        and parts[-3] == "session"
+        and parts[-4] == "storage"
+        and p.stem.startswith("ses_")
+        and p.is_file()
+    )
+
+
 def split_db_path(path: Path) -> tuple[Path, str] | None:
     """``(database, session id)`` for a database session's path, else ``None``."""
     name = Path(path).name
@@ -423,5 +439,6 @@ __all__ = [
     "OpenCodeJsonStore",
     "OpenCodeSession",
     "db_session_path",
+    "is_opencode_session_path",
     "split_db_path",
 ]

@@ -110,6 +110,26 @@ class Rollout:
         return value if type(value) is str else None
 
 
+def looks_like_rollout(head: bytes) -> bool:
+    """Whether the first line of ``head`` is a rollout's: a ``session_meta`` record (or the
+    earliest builds' bare meta line). A first line longer than ``head`` is judged by its prefix."""
+    first = head.split(b"\n", 1)[0].strip()
+    if not first:
+        return False
+    try:
+        obj = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return (
+            first.startswith((b'{"timestamp":', b'{"type":"session_meta"'))
+            and b'"session_meta"' in first[:80]
+        )
+    if type(obj) is not dict:
+        return False
+    if obj.get("type") == SESSION_META and type(obj.get("payload")) is dict:
+        return True
+    return "type" not in obj and type(obj.get("id")) is str and "timestamp" in obj and "instructions" in obj
+
+
 def parse_rollout(data: bytes, source: str = "<bytes>") -> Rollout:
     """Read a whole rollout (complete lines only)."""
     return extend_rollout(Rollout(source), data)
@@ -185,5 +205,6 @@ __all__ = [
     "Rollout",
     "RolloutDiagnostics",
     "extend_rollout",
+    "looks_like_rollout",
     "parse_rollout",
 ]

@@ -292,4 +292,10 @@ async def call(client: Any, method: str, params: Any = None, *, timeout: float |
 
 def looks_like_file(value: str) -> bool:
     """A FILE argument (a path) rather than a session id: it exists, or has a slash or .jsonl."""
-    return os.path.isfile(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+    return (
+        os.path.isfile(value)
+        or os.sep in value
+        or value.endswith(".jsonl")
+        or value.startswith("~")
+        or ".db#" in value  # <data>/opencode.db#<session id>
+    )

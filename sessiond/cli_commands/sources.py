@@ -109,7 +109,7 @@ class FileSource:
             self.key, self.label = "sessionId", session_id
         else:
             self.label = str(self.path.absolute())
-        if not self.path.is_file():
+        if not self.path.is_file() and not _is_database_session(self.path):
             raise CliError(f"no such file: {path}", EXIT_USAGE)
         self._out = out
 
@@ -120,12 +120,17 @@ class FileSource:
         from ..store.session import Session  # noqa: PLC0415
 
         def read() -> tuple[str, Any]:
+            from ..inspection import open_agent_session  # noqa: PLC0415
+
             if cc.is_claude_code_file(self.path):
                 return "claude-code", ClaudeSession.open(self.path)
+            agent = open_agent_session(self.path)
+            if agent is not None:
+                return str(agent.diagnostics.as_json().get("format")), agent
             return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
 
         try:
-            size = self.path.stat().st_size
+            size = self.path.stat().st_size if self.path.is_file() else 0
             what = f"Reading {self.path.name} ({size / 1e6:,.1f} MB)"
             self.format, self.session = await with_progress(
                 self._out, what, asyncio.to_thread(read), at_once=size >= PROGRESS_BYTES
@@ -213,6 +218,14 @@ class FileSource:
         window_for = default_window_for(dict(self.config.context_windows), own_window)
         host = SessionHost(self.session, Hub(), get_estimator(self.config.estimator), window_for)
         return host.usage()
+
+
+def _is_database_session(path: Path) -> bool:
+    """``<data>/opencode.db#<session id>``: a session inside OpenCode's database."""
+    from ..store.opencode import split_db_path  # noqa: PLC0415
+
+    found = split_db_path(path)
+    return found is not None and found[0].is_file()
 
 
 PROGRESS_BYTES = 8 * 1024 * 1024

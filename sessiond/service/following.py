@@ -121,6 +121,7 @@ class Follower:
             while True:
                 now = await anyio.to_thread.run_sync(database.data_version)
                 if now is not None and now != version:
+                    log.debug("opencode data_version %s -> %s", version, now)
                     first = version is None
                     version = now
                     try:
@@ -133,9 +134,10 @@ class Follower:
 
     async def _opencode_changed(self, root: Any, listed: dict[str, float], first: bool) -> None:
         service = self.service
+        # Open sessions compare their own signature, so looking on the first version too is
+        # harmless, and it catches commits made before the database could first be read.
         for host in [h for h in list(service.hosts.values()) if h.root is root]:
-            if not first:
-                await self._follow(host, FileEvent("grown", Path(host.session.path), 0, None, None))
+            await self._follow(host, FileEvent("grown", Path(host.session.path), 0, None, None))
         if not service.hub.subscriber_count(self._list_topic()) and not first:
             listed.clear()
             return

@@ -137,6 +137,9 @@ class OpenCodeDatabase:
                     self._watch = sqlite3.connect(
                         uri, uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False
                     )
+                # data_version is the value as of this connection's last read transaction: read
+                # something first, or a commit would only be noticed one look later.
+                self._watch.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
                 row = self._watch.execute("PRAGMA data_version").fetchone()
                 return int(row[0])
             except sqlite3.Error:

@@ -27,9 +27,9 @@ from typing import Any, Final
 
 import orjson
 
-from ..formats.codex import Rollout, origin, parse_rollout
+from ..formats.codex import Rollout, origin, parse_rollout, parse_session_index
 from ..formats.codex.listing import first_prompt
-from ..store.codex import read_title
+from ..store.codex import INDEX_FILE
 from ..store.listing import SessionInfo
 from ..store.opencode import DB_NAME, OpenCodeDatabase, OpenCodeJsonStore, db_session_path
 
@@ -94,22 +94,45 @@ def find_codex(root: Path, session_id: str) -> Path | None:
 
 
 class CodexListing:
-    """Listing rows of rollouts, re-read only when a file changed."""
+    """Listing rows of rollouts, re-read only when a file changed; titles from the index, re-read
+    only when it changed."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int, int], SessionInfo | None, dict[str, Any]]] = {}
+        self._titles: dict[str, tuple[tuple[int, int, int] | None, dict[str, str]]] = {}
+
+    def titles(self, root: Path) -> dict[str, str]:
+        index = root / INDEX_FILE
+        try:
+            st = os.stat(index)
+            stamp: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        cached = self._titles.get(str(root))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            names = parse_session_index(index.read_bytes()) if stamp is not None else {}
+        except OSError:
+            names = {}
+        self._titles[str(root)] = (stamp, names)
+        return names
 
     def info(self, root: Path, path: Path) -> SessionInfo | None:
         entry = self._entry(path)
         if entry is None:
             return None
         info, origin_fields = entry
+        changes: dict[str, Any] = {}
+        title = self.titles(root).get(str(info.id))
+        if title is not None:
+            changes["name"] = title
         parent = origin_fields.get("forkedFromId") or origin_fields.get("parentThreadId")
         if type(parent) is str:
             found = find_codex(root, parent)
             if found is not None:
-                return dataclasses.replace(info, parent_session_path=str(found))
-        return info
+                changes["parent_session_path"] = str(found)
+        return dataclasses.replace(info, **changes) if changes else info
 
     def _entry(self, path: Path) -> tuple[SessionInfo, dict[str, Any]] | None:
         try:
@@ -146,7 +169,7 @@ def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, 
         path=str(path),
         id=sid,
         cwd=rollout.cwd or "",
-        name=read_title(path, sid),
+        name=None,
         parent_session_path=None,
         created_ms=created,
         modified_ms=max(modified, created),

@@ -151,6 +151,9 @@ async def follow_codex(tmp: Path, source: Path, head: int) -> None:
                 },
             )
         assert exc.value.code == ErrorCode.READ_ONLY
+        with pytest.raises(RpcError) as exc:  # sessiond never moves another agent's file either
+            await client.request("session/delete", {"sessionId": sid})
+        assert exc.value.code == ErrorCode.READ_ONLY
         assert target.read_bytes() == source.read_bytes()
         await client.close()
     finally:

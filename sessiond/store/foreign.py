@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ReadOnlySessionError
-from ..formats.pi import LoadDiagnostics
+from ..formats.pi import LoadDiagnostics, paused_gc
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
@@ -47,8 +47,9 @@ class ForeignSession(Session):
         raise NotImplementedError
 
     def _add_entries(self, entries: list[dict[str, Any]], leaf: Any) -> None:
-        for entry in entries:
-            self._index.add(entry, -1, 0)
+        with paused_gc():  # one small dict per entry, none of them garbage
+            for entry in entries:
+                self._index.add(entry, -1, 0)
         if leaf is not None and leaf in self._index.tree:
             self._index.tree.set_leaf(leaf)
         self._invalidate()

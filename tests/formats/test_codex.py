@@ -214,3 +214,14 @@ def test_a_rollout_that_grows_is_ingested_and_a_replaced_one_reloaded(tmp_path: 
     replacement.write_bytes(data)
     replacement.replace(path)
     assert session.ingest().reload_required == "the file was replaced"
+
+
+def test_the_fast_timestamp_path_agrees_with_javascript_dates() -> None:
+    from sessiond.formats.codex.thread import _ms
+    from sessiond.model.js import date_ms
+
+    stamps = {r.timestamp for path in REAL for r in parse_rollout(path.read_bytes()).records}
+    stamps |= {"2026-02-23T11:48:09.999Z", "1970-01-01T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "", "x"}
+    for stamp in stamps:
+        expected = date_ms(stamp)
+        assert _ms(stamp) == (int(expected) if expected == expected else 0), stamp

@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import orjson
 
+from ..pi import paused_gc
+
 SESSION_META: Final = "session_meta"
 RESPONSE_ITEM: Final = "response_item"
 COMPACTED: Final = "compacted"
@@ -137,6 +139,11 @@ def parse_rollout(data: bytes, source: str = "<bytes>") -> Rollout:
 
 def extend_rollout(rollout: Rollout, data: bytes) -> Rollout:
     """Add the complete lines of ``data`` (what followed ``rollout.bytes_read``) in place."""
+    with paused_gc():
+        return _extend(rollout, data)
+
+
+def _extend(rollout: Rollout, data: bytes) -> Rollout:
     end = data.rfind(b"\n") + 1
     diag = rollout.diagnostics
     diag.torn_tail = end < len(data)

@@ -31,9 +31,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from ...model.js import date_ms
+from ..pi import paused_gc
 from . import items as I
 from .records import COMPACTED, EVENT_MSG, RESPONSE_ITEM, SESSION_META, TURN_CONTEXT, Record
 
@@ -51,6 +53,12 @@ def entry_id(line: int) -> str:
 
 
 def _ms(timestamp: str) -> int:
+    """Milliseconds since the epoch of an ISO timestamp (0 when it is not one)."""
+    if len(timestamp) == 24 and timestamp[-1] == "Z" and timestamp[10] == "T":
+        try:  # Codex's own shape, ``2026-02-23T11:48:09.610Z``: the fast path
+            return int(datetime.fromisoformat(timestamp).timestamp() * 1000 + 0.5)
+        except ValueError:
+            pass
     value = date_ms(timestamp)
     return int(value) if value == value and not math.isinf(value) else 0
 
@@ -87,6 +95,13 @@ class HistoryItem:
     ms: int
     model: str
     usage: dict[str, Any] | None = None
+    blocks: list[dict[str, Any]] | None = None
+    """The item's assistant blocks, once computed (the entry and the context share them)."""
+
+    def assistant_blocks(self) -> list[dict[str, Any]]:
+        if self.blocks is None:
+            self.blocks = I.assistant_blocks(self.item, self.line)
+        return self.blocks
 
 
 @dataclass(slots=True)
@@ -155,6 +170,10 @@ class Thread:
 
     def feed(self, records: list[Record]) -> list[Entry]:
         """Apply records in file order; returns the new tree entries."""
+        with paused_gc():
+            return self._feed(records)
+
+    def _feed(self, records: list[Record]) -> list[Entry]:
         out: list[Entry] = []
         for record in records:
             self.last_line = record.line
@@ -190,14 +209,17 @@ class Thread:
         eid = entry_id(record.line)
         ms = _ms(record.timestamp)
         node = _Node(eid)
+        history_item = HistoryItem(eid, item, record.line, ms, self.model)
         if I.is_api_item(item):
-            self.history.append(HistoryItem(eid, item, record.line, ms, self.model))
-            node.turn = I.is_user_turn(item)
-            node.contextual = I.is_contextual_user(item) or I.is_contextual_developer(item)
-        entry = self._entry_for(item, record, eid, ms)
+            self.history.append(history_item)
+            if I.item_type(item) == "message":
+                node.turn = I.is_user_turn(item)
+                node.contextual = I.is_contextual_user(item) or I.is_contextual_developer(item)
+        entry = self._entry_for(history_item, record, eid, ms)
         self._append(out, entry, node)
 
-    def _entry_for(self, item: dict[str, Any], record: Record, eid: str, ms: int) -> Entry:
+    def _entry_for(self, history_item: HistoryItem, record: Record, eid: str, ms: int) -> Entry:
+        item = history_item.item
         t = I.item_type(item)
         ts = record.timestamp
         if t == "message":
@@ -210,7 +232,7 @@ class Thread:
                 }
                 return _message_entry(eid, ts, message)
             if r == "assistant":
-                return _message_entry(eid, ts, self._assistant(I.assistant_blocks(item, record.line), ms))
+                return _message_entry(eid, ts, self._assistant(list(history_item.assistant_blocks()), ms))
             if r == "developer":
                 return _custom_message_entry(eid, ts, "codex.developer", I.user_blocks(item.get("content")))
             return _custom_entry(eid, ts, f"codex.message/{r}", {"text": _clip(I.user_text(item))})
@@ -224,7 +246,7 @@ class Thread:
                 eid, ts, "codex.compaction", [{"type": "text", "text": I.compaction_text(item)}]
             )
         if I.is_model_item(item):
-            blocks = I.assistant_blocks(item, record.line)
+            blocks = list(history_item.assistant_blocks())
             for block in blocks:
                 if block["type"] == "toolCall":
                     self._names[block["id"]] = block["name"]
@@ -431,7 +453,7 @@ def to_messages(history: list[HistoryItem], provider: str) -> tuple[int, int, li
         if I.is_model_item(item):
             if current is None:
                 current = (h.entry_id, _assistant_message(provider, h.model, h.ms))
-            blocks = I.assistant_blocks(item, h.line)
+            blocks = h.assistant_blocks()
             current[1]["content"].extend(blocks)
             if h.usage is not None:
                 current[1]["usage"] = h.usage

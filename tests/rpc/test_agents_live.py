@@ -267,3 +267,58 @@ async def test_an_opencode_session_written_live_is_followed(tmp_path: Path) -> N
         await client.close()
     finally:
         assert daemon.stop() == 0
+
+
+async def test_codex_and_opencode_roots_are_listed_filtered_and_linked(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "codex" / "synthetic-home", tmp_path / "codex")
+    data = tmp_path / "data" / "opencode"
+    shutil.copytree(FIXTURES / "opencode" / "json-store", data)
+    shutil.copyfile(FIXTURES / "opencode" / "synthetic-v1.16" / "opencode.db", data / "opencode.db")
+    daemon = start_daemon(tmp_path)
+    try:
+        client = await daemon.client()
+        everything = (await client.request("session/list", {"limit": 1000}))["sessions"]
+        by_id = {s["sessionId"]: s for s in everything}
+        codex = [s for s in everything if s["root"] == "codex"]
+        opencode = [s for s in everything if s["root"] == "opencode"]
+        assert len(codex) == 5 and {s["format"] for s in codex} == {"codex"}
+        assert len(opencode) == 5 and {s["format"] for s in opencode} == {"opencode"}
+        assert all(s["readOnly"] for s in codex + opencode)
+        for filters, expected in (
+            ({"root": "codex"}, codex),
+            ({"format": "opencode"}, opencode),
+            ({"root": "opencode", "format": "codex"}, []),
+        ):
+            listed = (await client.request("session/list", {"limit": 1000, **filters}))["sessions"]
+            assert {s["sessionId"] for s in listed} == {s["sessionId"] for s in expected}, filters
+        demo = (await client.request("session/list", {"limit": 1000, "cwd": "/work/demo"}))["sessions"]
+        assert {s["root"] for s in demo} == {"codex", "opencode"} and len(demo) == 8
+        # Titles, forks, sub-agents and child sessions.
+        rollback = by_id["019c9000-0000-7000-8000-00000000000a"]
+        assert rollback["title"] == "README hunt" and rollback["firstMessage"] == "list the files"
+        for child in ("019c9000-0000-7000-8000-00000000000b", "019c9000-0000-7000-8000-00000000000c"):
+            assert by_id[child]["parentSession"] == rollback["path"]
+        parent = by_id["ses_0a0000001ffeSyntheticCompact"]
+        assert parent["path"].endswith("opencode.db#ses_0a0000001ffeSyntheticCompact")
+        assert by_id["ses_0a0000002ffeSyntheticChild0"]["parentSession"] == parent["path"]
+        # The JSON store's copy of the real session is listed once, from its file.
+        real = by_id["ses_04ca851f7ffevKrKMHW3RsPK1U"]
+        assert real["path"].endswith(".json") and real["messageCount"] == 35
+        # Every one loads, with a tree, a context and usage.
+        for s in codex + opencode:
+            loaded = await client.request("session/load", {"sessionId": s["sessionId"]})
+            assert loaded["format"] == s["format"] and loaded["readOnly"]
+            tree = await client.request("tree/get", {"sessionId": s["sessionId"]})
+            assert len(tree["nodes"]) == loaded["entryCount"]
+            context = await client.request("context/get", {"sessionId": s["sessionId"]})
+            nodes = {n["id"] for n in tree["nodes"]}
+            sources = [m["entryId"] for m in context["messages"]]
+            # Every message comes from an entry of the tree, except those of a reply still being
+            # written (OpenCode: not settled yet), which can only be the last ones.
+            missing = [i for i, eid in enumerate(sources) if eid not in nodes]
+            assert missing == list(range(len(sources) - len(missing), len(sources))), s["sessionId"]
+            usage = await client.request("context/usage", {"sessionId": s["sessionId"]})
+            assert usage["used"] is not None
+        await client.close()
+    finally:
+        assert daemon.stop() == 0

@@ -6,7 +6,8 @@ resume with (the context, each message attributed to the entry it comes from). T
 holds both behind :class:`~sessiond.store.session.Session`'s read API, so the daemon's
 views (describe, tree, branch, context, usage, entries) serve them unchanged; every write is
 refused with :class:`~sessiond.errors.ReadOnlySessionError` (sessiond never writes another
-agent's data). Subclasses supply :meth:`_messages_at` and :meth:`ingest`.
+agent's data), except a fork, which writes the context at the chosen entry into sessiond's
+store as a new Pi session (an export). Subclasses supply :meth:`_messages_at` and :meth:`ingest`.
 
 Entries are kept in memory (offset ``-1`` in the index): these sources are not Pi files that
 bodies could be re-read from.
@@ -15,9 +16,9 @@ bodies could be re-read from.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import ReadOnlySessionError
+from ..errors import InvalidArgumentError, ReadOnlySessionError
 from ..formats.pi import LoadDiagnostics, paused_gc
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
@@ -117,11 +118,48 @@ class ForeignSession(Session):
     def prepare_compaction_at_leaf(self, *args: Any, **kwargs: Any) -> Any:
         raise self._refuse("compacting")
 
-    def fork(self, *args: Any, **kwargs: Any) -> Session:
-        raise self._refuse("forking (export it to Pi first)")
+    def fork(
+        self,
+        entry_id: Any,
+        position: Literal["before", "at"] = "before",
+        *,
+        durability: Durability | None = None,
+        directory: Path | None = None,
+    ) -> Session:
+        """Pi's ``/clone`` (``at``) or ``/fork`` (``before`` a user message) into sessiond's store:
+        an export of the context at that point (:mod:`sessiond.store.export`)."""
+        from .export import export_to_pi  # noqa: PLC0415 (export builds on Session)
+
+        selected = self.get(entry_id)
+        if selected is None:
+            raise InvalidArgumentError("Invalid entry ID for forking", field="entryId")
+        if directory is None:
+            raise self._refuse("forking beside")
+        if position == "at":
+            target = get(selected, "id")
+        elif position == "before":
+            if get(selected, "type") != "message" or get(get(selected, "message"), "role") != "user":
+                raise InvalidArgumentError("Invalid entry ID for forking", field="entryId")
+            target = get(selected, "parentId")
+        else:
+            raise InvalidArgumentError("position must be 'before' or 'at'", field="position")
+        if not truthy(target):
+            raise InvalidArgumentError("nothing to fork before the first entry", field="entryId")
+        info = {
+            "format": self.diagnostics.as_json().get("format"),
+            "path": str(self.path),
+            "forkedAt": entry_id,
+        }
+        return export_to_pi(
+            self,
+            lambda _cwd: directory,
+            source_info=info,
+            leaf=target,
+            durability=durability or self.durability,
+        )
 
     def create_branched_session(self, *args: Any, **kwargs: Any) -> Session:
-        raise self._refuse("forking (export it to Pi first)")
+        raise self._refuse("branching into a new file beside")
 
     def set_leaf(self, entry_id: Any) -> None:
         super().set_leaf(entry_id)

@@ -319,6 +319,30 @@ async def test_codex_and_opencode_roots_are_listed_filtered_and_linked(tmp_path:
             assert missing == list(range(len(sources) - len(missing), len(sources))), s["sessionId"]
             usage = await client.request("context/usage", {"sessionId": s["sessionId"]})
             assert usage["used"] is not None
+        # Forking another agent's session writes the context at that point into the store.
+        rid = rollback["sessionId"]
+        forked = await client.request("session/fork", {"sessionId": rid, "entryId": "L25", "position": "at"})
+        assert forked["saved"] and Path(forked["path"]).is_relative_to(tmp_path / "store")
+        theirs = await client.request("context/get", {"sessionId": rid, "leafId": "L25"})
+        ours = await client.request("context/get", {"sessionId": forked["sessionId"]})
+        assert [m["message"]["role"] for m in ours["messages"]] == [
+            m["message"]["role"] for m in theirs["messages"]
+        ]
+        assert ours["messages"][-1]["message"]["content"] == [{"type": "text", "text": "Deleted b.txt."}]
+        before = await client.request(
+            "session/fork", {"sessionId": rid, "entryId": "L38", "position": "before"}
+        )
+        assert before["selectedText"] == "instead, show the README"
+        last = (await client.request("context/get", {"sessionId": before["sessionId"]}))["messages"][-1]
+        assert last["message"]["content"][0]["text"] == "There are two files: a.txt and b.txt."
+        appended = await client.request(
+            "session/append",
+            {
+                "sessionId": before["sessionId"],
+                "entries": [{"type": "message", "message": {"role": "user", "content": "go on"}}],
+            },
+        )
+        assert appended["entryIds"]
         await client.close()
     finally:
         assert daemon.stop() == 0

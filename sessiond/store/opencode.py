@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import orjson
 
-from ..errors import SessionNotFoundError
+from ..errors import NotASessionError, SessiondError, SessionNotFoundError
 from ..formats.opencode import OpenCodeSession as OpenCodeRecords
 from ..formats.opencode import build_session, convert, iso, session_from_row
 from ..formats.opencode.convert import Conversion
@@ -44,8 +44,23 @@ SEPARATOR: Final = "#"
 BUSY_TIMEOUT: Final = 2.0
 
 
+class UnreadableDatabaseError(NotASessionError):
+    """OpenCode's database is missing, damaged or not SQLite (``NOT_A_SESSION`` to clients)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        SessiondError.__init__(
+            self, f"cannot read OpenCode's database {path}: {reason}", path=path, reason=reason
+        )
+        self.path = path
+        self.reason = reason
+
+
 class OpenCodeDatabase:
-    """``opencode.db``, opened read-only for each read (cheap, and safe from any thread)."""
+    """``opencode.db``, opened read-only for each read (cheap, and safe from any thread).
+
+    Every read raises :class:`UnreadableDatabaseError` (not ``sqlite3.Error``) when the file is
+    missing, locked for longer than the busy timeout, damaged or not a database.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -57,11 +72,18 @@ class OpenCodeDatabase:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
+        if not self.path.is_file():
+            raise UnreadableDatabaseError(str(self.path), "no such file")
         uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise UnreadableDatabaseError(str(self.path), str(exc)) from None
         conn.row_factory = sqlite3.Row
         try:
             yield conn
+        except sqlite3.Error as exc:
+            raise UnreadableDatabaseError(str(self.path), str(exc)) from None
         finally:
             conn.close()
 
@@ -392,8 +414,8 @@ class OpenCodeSession(ForeignSession):
             except SessionNotFoundError:
                 result.reload_required = "the session was deleted"
                 return result
-            except sqlite3.Error as exc:
-                result.reload_required = f"the database could not be read ({exc})"
+            except UnreadableDatabaseError as exc:
+                result.reload_required = f"the database could not be read ({exc.reason})"
                 return result
             conversion = convert(records)
             known = {e["id"] for e in self.conversion.entries}
@@ -417,7 +439,7 @@ def _children(database: OpenCodeDatabase, session_id: str) -> list[str]:
             rows = conn.execute(
                 "SELECT id FROM session WHERE parent_id = ? ORDER BY time_created, id", (session_id,)
             ).fetchall()
-    except sqlite3.Error:
+    except UnreadableDatabaseError:
         return []
     return [r[0] for r in rows]
 
@@ -441,6 +463,7 @@ __all__ = [
     "OpenCodeDatabase",
     "OpenCodeJsonStore",
     "OpenCodeSession",
+    "UnreadableDatabaseError",
     "db_session_path",
     "is_opencode_session_path",
     "split_db_path",

@@ -172,3 +172,19 @@ def test_a_session_lists_its_children(tmp_path: Path) -> None:
     assert parent.diagnostics.as_json()["children"] == ["ses_0a0000002ffeSyntheticChild0"]
     child = OpenCodeSession.open(db_session_path(tmp_path, "ses_0a0000002ffeSyntheticChild0"))
     assert child.diagnostics.as_json()["opencode"]["parentID"] == COMPACT
+
+
+def test_an_unreadable_database_is_a_precise_error(tmp_path: Path) -> None:
+    import pytest
+
+    from sessiond.errors import NotASessionError, SessionNotFoundError
+    from sessiond.store.opencode import UnreadableDatabaseError
+
+    with pytest.raises(UnreadableDatabaseError, match="no such file"):
+        OpenCodeSession.open(db_session_path(tmp_path / "nowhere", REVERT))
+    (tmp_path / "opencode.db").write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(NotASessionError, match="file is not a database"):
+        OpenCodeSession.open(db_session_path(tmp_path, REVERT))
+    shutil.copyfile(SYNTHETIC, tmp_path / "opencode.db")
+    with pytest.raises(SessionNotFoundError):
+        OpenCodeSession.open(db_session_path(tmp_path, "ses_nope"))

@@ -10,7 +10,8 @@ import pytest
 
 from sessiond.formats.codex import Thread, extend_rollout, parse_rollout
 from sessiond.formats.codex.records import looks_like_rollout
-from sessiond.formats.codex.thread import COMPACT_USER_MESSAGE_MAX_TOKENS
+from sessiond.formats.codex.thread import COMPACT_USER_MESSAGE_MAX_TOKENS, _ms
+from sessiond.model.js import date_ms
 from sessiond.store.codex import CodexSession
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
@@ -217,9 +218,6 @@ def test_a_rollout_that_grows_is_ingested_and_a_replaced_one_reloaded(tmp_path: 
 
 
 def test_the_fast_timestamp_path_agrees_with_javascript_dates() -> None:
-    from sessiond.formats.codex.thread import _ms
-    from sessiond.model.js import date_ms
-
     stamps = {r.timestamp for path in REAL for r in parse_rollout(path.read_bytes()).records}
     stamps |= {"2026-02-23T11:48:09.999Z", "1970-01-01T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "", "x"}
     for stamp in stamps:

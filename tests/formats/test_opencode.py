@@ -8,8 +8,16 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sessiond.errors import NotASessionError, SessionNotFoundError
 from sessiond.formats.opencode import build_session, convert
-from sessiond.store.opencode import OpenCodeDatabase, OpenCodeSession, db_session_path
+from sessiond.store.opencode import (
+    OpenCodeDatabase,
+    OpenCodeSession,
+    UnreadableDatabaseError,
+    db_session_path,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "opencode"
 SYNTHETIC = FIXTURES / "synthetic-v1.16" / "opencode.db"
@@ -175,11 +183,6 @@ def test_a_session_lists_its_children(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_database_is_a_precise_error(tmp_path: Path) -> None:
-    import pytest
-
-    from sessiond.errors import NotASessionError, SessionNotFoundError
-    from sessiond.store.opencode import UnreadableDatabaseError
-
     with pytest.raises(UnreadableDatabaseError, match="no such file"):
         OpenCodeSession.open(db_session_path(tmp_path / "nowhere", REVERT))
     (tmp_path / "opencode.db").write_bytes(b"not sqlite at all" * 100)

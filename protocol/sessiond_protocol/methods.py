@@ -385,8 +385,10 @@ METHODS: dict[str, MethodSpec] = {
             "session/delete",
             SessionRef,
             DeleteResult,
-            "Move the session file to the store's trash folder (nothing is unlinked).",
-            (*_S, C.STORAGE_ERROR),
+            "Move the session file to the store's trash folder (nothing is unlinked). Another "
+            "agent's session (a read-only root) is refused with `READ_ONLY`: sessiond never moves "
+            "its files.",
+            (*_S, C.READ_ONLY, C.STORAGE_ERROR),
             {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
             None,
         ),
@@ -452,7 +454,9 @@ METHODS: dict[str, MethodSpec] = {
             "session/fork",
             ForkParams,
             ForkResult,
-            "Fork (`before` a user message) or clone (`at` an entry) into a new session.",
+            "Fork (`before` a user message) or clone (`at` an entry) into a new session. A read-only "
+            "session's fork goes into sessiond's store; a Codex or OpenCode session's fork is the "
+            "context at that point written as a new Pi session (an export).",
             (*_S, C.ENTRY_NOT_FOUND, C.NOT_SAVED, C.STORAGE_ERROR),
             {
                 "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",

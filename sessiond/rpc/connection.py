@@ -1,8 +1,8 @@
 """One client connection: framing, lifecycle, a pygls ``JsonRPCProtocol`` of its own, backpressure.
 
 pygls dispatches requests, tracks their futures and cancels them (``$/cancelRequest``);
-everything around it is here because pygls cannot do it for several clients (tech-notes
-B.1): one protocol object per connection, both framings, orjson in and out (pygls's default
+everything around it is here because pygls cannot do it for several clients (docs/design-notes.md
+§1): one protocol object per connection, both framings, orjson in and out (pygls's default
 converter turns params into namedtuples and never answers a request without ``params``), the
 LSP lifecycle, ACP's ``$/cancel_request``, a limit on requests in flight, and a bounded
 outgoing queue so a client that stops reading cannot grow the daemon's memory.

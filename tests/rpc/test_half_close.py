@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 
 def _requests(cwd: Path) -> bytes:

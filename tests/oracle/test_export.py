@@ -1,18 +1,17 @@
 """Export to Pi, checked with Pi's own code: every fixture of every agent sessiond reads.
 
-Each Codex, OpenCode and Claude Code fixture is exported (``sessiond export``'s code path) into
-a fresh store; pi-oracle (Pi 1.6.0's session code) opens every exported file and builds its
-context. That context must have the same messages as sessiond's view of the source: the same
-roles in the same order, the same texts (as ``inspect`` renders them, unclipped), and the
-same tool-call pairing (each assistant's call ids followed by their results, in order).
-Skipped when pi-oracle is not installed (``scripts/setup-oracle``).
+Each Codex, OpenCode and Claude Code fixture (``tests/fixtures``) is exported (the code path of
+``sessiond export``) into a fresh store; pi-oracle (Pi 1.6.0's session code) opens every
+exported file and builds its context. That context must have the same messages as sessiond's
+view of the source: the same roles in the same order, the same texts (as ``inspect`` renders
+them, unclipped), and the same tool-call pairing (each assistant's call ids followed by their
+results, in order). Skipped when pi-oracle is not installed (``scripts/setup-oracle``).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,15 +24,11 @@ from sessiond.store.claude import ClaudeSession
 from sessiond.store.export import EXPORT_MARKER, export_to_pi
 from sessiond.store.layout import StoreLayout
 from sessiond.store.opencode import OpenCodeDatabase, OpenCodeJsonStore, db_session_path
-from tests.conftest import REPO, SHARED, oracle_dir
+from tests.conftest import CLAUDE_FIXTURES, FIXTURES, oracle_dir
+from tests.oracle.pi import pi_results
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
-
-FIXTURES = REPO / "tests" / "fixtures"
-CLAUDE = next(
-    (p for p in (FIXTURES / "claude-code", SHARED / "fixtures" / "claude-code") if p.is_dir()), None
-)
 
 
 def sources(work: Path) -> Iterator[tuple[str, Any]]:
@@ -50,9 +45,8 @@ def sources(work: Path) -> Iterator[tuple[str, Any]]:
             )
     for file in OpenCodeJsonStore(FIXTURES / "opencode" / "json-store").session_files():
         yield f"opencode/json/{file.stem}", open_agent_session(file)
-    if CLAUDE is not None:
-        for path in sorted(CLAUDE.glob("*/*.jsonl")):
-            yield f"claude/{path.parent.name}/{path.stem[:8]}", ClaudeSession.open(path)
+    for path in sorted(CLAUDE_FIXTURES.glob("*/*.jsonl")):
+        yield f"claude/{path.parent.name}/{path.stem[:8]}", ClaudeSession.open(path)
 
 
 def _described(messages: list[Any]) -> list[tuple[Any, Any]]:
@@ -87,17 +81,8 @@ def test_pi_opens_every_export_with_the_context_of_its_source(tmp_path: Path) ->
         exported = export_to_pi(session, layout.cwd_dir, source_info={"fixture": name})
         cases.append((name, session.context().messages, exported.path))
         exported.close()
-    assert len(cases) >= 17
-    proc = subprocess.run(
-        ["node", str(ORACLE / "harness.mjs"), "--full", "--raw", "--jsonl", *(str(c[2]) for c in cases)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=True,
-        timeout=600,
-    )
-    results = [json.loads(line) for line in proc.stdout.split("\n") if line]
-    assert len(results) == len(cases)
+    assert len(cases) >= 24  # 11 Codex, 6 OpenCode, 7 Claude Code
+    results = pi_results(ORACLE, [c[2] for c in cases], "--full", "--raw")
     failures = []
     for (name, ours, path), pi in zip(cases, results, strict=True):
         assert "error" not in pi, f"{name}: Pi could not open {path}: {pi.get('error')}"

@@ -130,8 +130,14 @@ async def follow_codex(tmp: Path, source: Path, head: int) -> None:
         assert not [u for u in seen if u["sessionUpdate"] == "external_change"]
         final = await client.request("session/load", {"sessionId": sid})
         assert final["leafId"] == cold.leaf_id
-        context = await client.request("context/get", {"sessionId": sid})
-        assert [m["message"] for m in context["messages"]] == cold.context().messages
+        # The last lines (a token count, the turn's end) add no entry: wait until they are read.
+        expected_messages = cold.context().messages
+        for _ in range(100):
+            context = await client.request("context/get", {"sessionId": sid})
+            if [m["message"] for m in context["messages"]] == expected_messages:
+                break
+            await asyncio.sleep(0.1)
+        assert [m["message"] for m in context["messages"]] == expected_messages
         assert [m["entryId"] for m in context["messages"]] == [
             p.source["id"] for p in cold.context().entries for _ in p.messages
         ]

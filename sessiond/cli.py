@@ -32,8 +32,14 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .cli_commands import register as register_session_commands
-from .cli_commands.base import EXIT_INTERRUPTED, add_store_options
-from .errors import SessiondError
+from .cli_commands.base import (
+    EXIT_INTERRUPTED,
+    add_store_options,
+    not_a_session_message,
+    path_problem,
+    started_notice,
+)
+from .errors import NotASessionError, SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
 
@@ -136,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stdio", action="store_true", help="serve one client on stdin/stdout instead of the socket"
     )
+    p.add_argument(
+        "--ui",
+        metavar="HOST:PORT",
+        help="where the web viewer listens (loopback; default from the config: 127.0.0.1:0), or 'off'",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument(
         "--json",
@@ -171,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the stream is JSON-RPC either way; a failure to connect is reported as JSON on stdout",
     )
     p.set_defaults(handler=_cmd_connect)
+    parser.set_defaults(root_parser=parser)  # `completion` describes the whole command line
     return parser
 
 
@@ -220,7 +232,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     json_errors = args.json and not args.stdio
     try:
         config = _config(args)
-        serve(config, tcp=args.tcp, stdio=args.stdio)
+        serve(config, tcp=args.tcp, stdio=args.stdio, ui=args.ui)
     except SessiondError as exc:
         code = EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING
         return _fail("serve", exc.message, code, json_errors)
@@ -237,7 +249,7 @@ def _cmd_connect(args: argparse.Namespace) -> int:
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_BAD_INPUT, args.json)
     try:
-        return asyncio.run(bridge(config))
+        return asyncio.run(bridge(config, started_notice(config.root)))
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_UNAVAILABLE, args.json)
 
@@ -255,8 +267,19 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     status = EXIT_OK
     for path in args.files:
+        problem = path_problem(path)  # a FIFO would block the read forever; a directory deserves a word
+        if problem is not None:
+            print(f"sessiond inspect: {problem}", file=sys.stderr)
+            results.append({"file": path, "error": problem})
+            status = EXIT_BAD_INPUT
+            continue
         try:
             results.append(inspect_file(path, options))
+        except NotASessionError as exc:
+            message = not_a_session_message(path, exc)
+            print(f"sessiond inspect: {message}", file=sys.stderr)
+            results.append({"file": path, "error": message})
+            status = EXIT_BAD_INPUT
         except SessiondError as exc:
             print(f"sessiond inspect: {exc.message}", file=sys.stderr)
             results.append({"file": path, "error": exc.message})

@@ -29,6 +29,11 @@ from .base import (
     daemon_client,
     load_config,
     looks_like_file,
+    match_session_id,
+    not_a_session_message,
+    path_problem,
+    resolve_session,
+    wants_prefix_match,
 )
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
@@ -109,12 +114,14 @@ class FileSource:
             self.key, self.label = "sessionId", session_id
         else:
             self.label = str(self.path.absolute())
-        if not self.path.is_file() and not _is_database_session(self.path):
-            raise CliError(f"no such file: {path}", EXIT_USAGE)
+        problem = path_problem(self.path)
+        if problem is not None:
+            raise CliError(problem, EXIT_USAGE)
         self._out = out
 
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
+        from ..errors import NotASessionError  # noqa: PLC0415
         from ..formats import claude_code as cc  # noqa: PLC0415
         from ..store.claude import ClaudeSession  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
@@ -137,6 +144,8 @@ class FileSource:
             )
         except OSError as exc:
             raise CliError(f"cannot read {self.path}: {exc.strerror or exc}", EXIT_USAGE) from None
+        except NotASessionError as exc:
+            raise CliError(not_a_session_message(self.path, exc), EXIT_USAGE) from None
         except (ValueError, KeyError) as exc:
             raise CliError(f"{self.path} is not a session: {exc}", EXIT_USAGE) from None
 
@@ -220,14 +229,6 @@ class FileSource:
         return host.usage()
 
 
-def _is_database_session(path: Path) -> bool:
-    """``<data>/opencode.db#<session id>``: a session inside OpenCode's database."""
-    from ..store.opencode import split_db_path  # noqa: PLC0415
-
-    found = split_db_path(path)
-    return found is not None and found[0].is_file()
-
-
 PROGRESS_BYTES = 8 * 1024 * 1024
 """A file at least this big gets its progress bar at once; a smaller one only if it is slow."""
 PROGRESS_DELAY = 0.5
@@ -301,9 +302,12 @@ async def open_source(
     else:
         async with daemon_or_none(args, out) as client:
             if client is not None:
-                yield DaemonSource(client, target, out)
+                yield DaemonSource(client, await resolve_session(client, target), out)
                 return
-        root, path = catalog(config).find(target)
+        found = catalog(config)
+        if wants_prefix_match(target):
+            target = match_session_id(target, (x.info.id for x in found.list_all()))
+        root, path = found.find(target)
         source = FileSource(path, config, session_id=target, root=root, out=out)
     await source.load()
     try:

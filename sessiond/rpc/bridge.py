@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SessiondError
@@ -44,7 +45,13 @@ async def _open(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return await asyncio.open_unix_connection(str(path), limit=2**24)
 
 
-async def connect_or_start(config: Config) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+Started = Callable[[int, Path], None]
+"""Told the pid and log file of a daemon :func:`connect_or_start` started (once it answers)."""
+
+
+async def connect_or_start(
+    config: Config, on_start: Started | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     path = config.socket
     try:
         return await _open(path)
@@ -55,7 +62,7 @@ async def connect_or_start(config: Config) -> tuple[asyncio.StreamReader, asynci
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         try:
-            return await _open(path)
+            opened = await _open(path)
         except (FileNotFoundError, ConnectionRefusedError):
             if proc.poll() is not None:
                 # It exited: maybe another daemon won the race for the store lock.
@@ -64,6 +71,10 @@ async def connect_or_start(config: Config) -> tuple[asyncio.StreamReader, asynci
                 raise DaemonUnavailableError(
                     f"sessiond serve exited with code {proc.returncode}; see {config.root / 'daemon.log'}"
                 ) from None
+        else:
+            if on_start is not None and proc.poll() is None:  # not another daemon that won a race
+                on_start(proc.pid, config.root / "daemon.log")
+            return opened
     raise DaemonUnavailableError(f"sessiond did not open {path} within {START_TIMEOUT:.0f} s")
 
 
@@ -78,8 +89,8 @@ async def _pump(reader: asyncio.StreamReader, write: object, close: object) -> N
         close()  # type: ignore[operator]
 
 
-async def bridge(config: Config) -> int:
-    sock_reader, sock_writer = await connect_or_start(config)
+async def bridge(config: Config, on_start: Started | None = None) -> int:
+    sock_reader, sock_writer = await connect_or_start(config, on_start)
     loop = asyncio.get_running_loop()
     stdin = asyncio.StreamReader(limit=2**24)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)

@@ -16,6 +16,7 @@ import contextvars
 import hmac
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -34,7 +35,7 @@ from ..errors import ClientRequestError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
 from .errors import RpcError, to_rpc_error
-from .framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
+from .framing import Framing, FramingError, MessageReader, MessageSource, MessageTooLargeError, frame
 
 log = logging.getLogger("sessiond.rpc")
 
@@ -137,7 +138,7 @@ class Connection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
+        reader: asyncio.StreamReader | MessageSource,
         writer: Any,
         handlers: dict[str, Handler],
         limits: Limits,
@@ -148,16 +149,24 @@ class Connection:
         header_timeout: bool = True,
     ) -> None:
         """``header_timeout=False`` (stdio: its one client owns the process) waits for headers
-        forever instead of closing after ``limits.header_timeout``."""
+        forever instead of closing after ``limits.header_timeout``.
+
+        ``reader`` is a byte stream (framed here) or a transport that already delivers whole
+        messages (a WebSocket: :mod:`sessiond.web.transport`); ``writer`` gets each framed
+        message in one ``write`` call."""
         self.id = next(_ids)
         self.peer = peer
         self.handlers = handlers
         self.limits = limits
-        self._reader = MessageReader(
-            reader,
-            limits.max_message_bytes,
-            limits.max_header_bytes,
-            limits.header_timeout if header_timeout else None,
+        self._reader: MessageSource = (
+            MessageReader(
+                reader,
+                limits.max_message_bytes,
+                limits.max_header_bytes,
+                limits.header_timeout if header_timeout else None,
+            )
+            if isinstance(reader, asyncio.StreamReader)
+            else reader
         )
         self._writer = writer
         self._auth_token = auth_token
@@ -183,6 +192,9 @@ class Connection:
         self.protocol.conn = self
         self.service: Any = None
         """Set by the daemon: the ``Service`` handlers call."""
+        self.daemon: Any = None
+        """Set by the daemon: itself (``daemon/status`` reports on it)."""
+        self.connected_at = time.time()
         self.initialize_handler: Callable[[Connection, dict[str, Any]], None] = handlers_initialize
         """Validates ``initialize`` params and applies them (synchronously, before dispatch)."""
 
@@ -292,8 +304,7 @@ class Connection:
         self._reader_feed_eof()
 
     def _reader_feed_eof(self) -> None:
-        reader = self._reader._reader
-        reader.feed_eof()
+        self._reader.feed_eof()
 
     # ------------------------------------------------------------------ incoming
 

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from enum import Enum
+from typing import Protocol
 
 
 class Framing(Enum):
@@ -43,6 +44,23 @@ class MessageTooLargeError(Exception):
 _BLANK = b" \t\r\n"
 
 
+class MessageSource(Protocol):
+    """Whole incoming messages, whatever carries them: a framed byte stream or a WebSocket."""
+
+    @property
+    def framing(self) -> Framing | None:
+        """How replies are framed (``None`` until the first message decided it)."""
+        ...
+
+    async def read(self) -> bytes | None:
+        """The next message body; ``None`` once the peer is done."""
+        ...
+
+    def feed_eof(self) -> None:
+        """Stop reading: the next :meth:`read` returns ``None``."""
+        ...
+
+
 class MessageReader:
     """Reads whole messages from a stream, in whichever framing its first byte announces."""
 
@@ -61,6 +79,9 @@ class MessageReader:
         ``None``: no limit (stdio, whose one client owns the process)."""
         self.framing: Framing | None = None
         self._prefix = b""
+
+    def feed_eof(self) -> None:
+        self._reader.feed_eof()
 
     async def sniff(self) -> Framing | None:
         """Decide the framing from the first non-blank byte; ``None`` at end of stream."""

@@ -68,6 +68,13 @@ async def shutdown(conn: Connection, params: dict[str, Any]) -> Any:
     return None
 
 
+async def daemon_status(conn: Connection, params: dict[str, Any]) -> Any:
+    from .status import daemon_status as status  # noqa: PLC0415
+
+    M.Empty.model_validate(params)
+    return status(conn)
+
+
 async def session_new(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.NewParams.model_validate(params)
     return await conn.service.new_session(conn, p.cwd, p.sessionId, p.parentSession, p.subscribe)
@@ -277,6 +284,7 @@ HANDLERS: dict[str, Handler] = {
     "initialize": initialize,
     "shutdown": shutdown,
     "session/new": session_new,
+    "daemon/status": daemon_status,
     "session/load": session_load,
     "session/list": session_list,
     "session/close": session_close,

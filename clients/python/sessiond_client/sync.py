@@ -365,6 +365,7 @@ class SessiondSyncClient:
 
     initialize = _Blocking(SessiondClient.initialize)
     shutdown = _Blocking(SessiondClient.shutdown)
+    daemon_status = _Blocking(SessiondClient.daemon_status)
     session_new = _Blocking(SessiondClient.session_new)
     session_load = _Blocking(SessiondClient.session_load)
     session_list = _Blocking(SessiondClient.session_list)

@@ -998,6 +998,12 @@ class SessiondClient:
     async def shutdown(self) -> None:
         await self._call("shutdown", locals())
 
+    @_rpc("daemon/status")
+    async def daemon_status(self) -> M.DaemonStatusResult:
+        """``daemon/status``: pid, version, uptime, store, socket, open sessions, connected clients."""
+        result: M.DaemonStatusResult = await self._call("daemon/status", locals())
+        return result
+
     # ------------------------------------------------------------------ session
 
     @_rpc("session/new")

@@ -60,9 +60,9 @@ def _open(target: str, config: Any) -> tuple[Any, dict[str, Any]]:
             return session, {"format": fmt, "path": str(path.absolute())}
         if not path.is_file():
             raise CliError(f"no such file: {target}")
-        from ..formats import claude_code as cc  # noqa: PLC0415
+        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
 
-        if cc.is_claude_code_file(path):
+        if is_claude_code_file(path):
             from ..store.claude import ClaudeSession  # noqa: PLC0415
 
             return ClaudeSession.open(path), {"format": "claude-code", "path": str(path.absolute())}

@@ -4,10 +4,13 @@ Codex rollouts and OpenCode sessions share one shape of reader: a format module 
 agent's records into Pi v3 entries (the tree) and into the conversation the agent would
 resume with (the context, each message attributed to the entry it comes from). This class
 holds both behind :class:`~sessiond.store.session.Session`'s read API, so the daemon's
-views (describe, tree, branch, context, usage, entries) serve them unchanged; every write is
-refused with :class:`~sessiond.errors.ReadOnlySessionError` (sessiond never writes another
-agent's data), except a fork, which writes the context at the chosen entry into sessiond's
-store as a new Pi session (an export). Subclasses supply :meth:`_messages_at` and :meth:`ingest`.
+views (describe, tree, branch, context, usage, entries) serve them unchanged. It is a
+:class:`~sessiond.store.session.ReadableSession` with ``read_only`` set, so
+:meth:`~sessiond.service.host.SessionHost.writer` refuses every write with
+:class:`~sessiond.errors.ReadOnlySessionError` (sessiond never writes another agent's data);
+it stays a ``Session`` subclass only so that a fork (``SessionHost.pi_session``) reaches
+:meth:`fork`, which writes the context at the chosen entry into sessiond's store as a new Pi
+session (an export). Subclasses supply :meth:`_messages_at` and :meth:`ingest`.
 
 Entries are kept in memory (offset ``-1`` in the index): these sources are not Pi files that
 bodies could be re-read from.

@@ -213,7 +213,8 @@ def _now_iso() -> str:
 def default_window_for(
     overrides: dict[str, int], settings_window: Callable[[str], int | None]
 ) -> views.WindowFor:
-    """The context window of a session: its own setting, else config overrides, else the table.
+    """The context window of a session: its own setting, else the window the agent recorded
+    (Codex's ``model_context_window``), else config overrides, else the table.
 
     Asked after every append (the compaction policy), so a model's window is looked up in the
     tables once and remembered (the tables do not change while the daemon runs).
@@ -224,6 +225,10 @@ def default_window_for(
         own = settings_window(session.id)
         if own:
             return own
+        native = getattr(session, "native_context_window", None)
+        recorded = native() if callable(native) else None
+        if type(recorded) is int and recorded > 0:
+            return recorded
         provider, model_id = get(model, "provider"), get(model, "modelId")
         if type(provider) is not str or type(model_id) is not str:
             return context_window(provider, model_id, overrides)

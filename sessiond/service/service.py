@@ -22,7 +22,7 @@ import anyio
 
 from sessiond_protocol import methods as M
 
-from ..errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
+from ..errors import InvalidArgumentError, ReadOnlySessionError, SessionExistsError, SessionNotFoundError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
@@ -176,9 +176,15 @@ class Service:
         return M.EmptyResult.model_construct()
 
     async def delete(self, user: Peer, session_id: str) -> M.DeleteResult:
-        """Move the session's file to the trash; an open session is closed for everyone."""
+        """Move the session's file to the trash; an open session is closed for everyone.
+
+        Another agent's session (a read-only root) is refused: sessiond never moves its files.
+        """
         host = self.registry.hosts.get(session_id)
         path = self.registry.find(session_id)[1] if host is None else host.session.path
+        reason = self.catalog.root_of(path).read_only_reason
+        if reason is not None:
+            raise ReadOnlySessionError(session_id, reason)
         if host is not None:
             self.hub.publish(
                 session_id, {"sessionUpdate": "resync_required", "reason": "the session was deleted"}

@@ -1,9 +1,10 @@
 """What a client is shown of a session: the results of the read methods, built in one place.
 
 ``session/load``, ``tree/get``, ``tree/branch``, ``context/get``, ``context/usage`` and a
-``session/list`` row are pure functions of an open session (any ``ReadableSession``: a Pi ``Session``
-or a read-only Claude Code transcript answer the same reads), so the daemon and the command line's file mode
-(``sessiond show FILE``, ``--no-start``) call the same code and cannot drift apart.
+``session/list`` row are pure functions of an open session (any ``ReadableSession``: a Pi
+``Session`` and the read-only Claude Code, Codex and OpenCode sessions answer the same reads),
+so the daemon and the command line's file mode (``sessiond show FILE``, ``--no-start``) call
+the same code and cannot drift apart.
 
 The results are the protocol's models built with ``model_construct``: nothing is validated or
 copied (the values come from the store, which already holds them in the wire shape), so a

@@ -38,6 +38,12 @@ class RemoteLog(Protocol):
         Without ``fetch`` only what the live subscription already delivered (no round trip)."""
         ...
 
+    def vanished(self) -> bool:
+        """After a refused commit with nothing new to pull: whether the log no longer holds what
+        this replica does (deleted, cut short); ``False``: the refusal was transient (a leader
+        change) and the commit may be tried again."""
+        ...
+
     def follow(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (from any thread) whenever the subscription delivered something new."""
         ...

@@ -179,7 +179,7 @@ async def test_leader_killed_mid_run(tmp_path: Path, cluster: Cluster) -> None:
         finally:
             cluster.start_node(node)
             await asyncio.to_thread(cluster.wait_ready)
-        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        entries_a, entries_b = await converged(ca, cb, sid)
         assert [e["id"] for e in entries_a] == [e["id"] for e in entries_b]
         assert_one_chain(entries_a, acked)
         for c in [ca, cb, *clients]:
@@ -187,6 +187,21 @@ async def test_leader_killed_mid_run(tmp_path: Path, cluster: Cluster) -> None:
     finally:
         a.stop()
         b.stop()
+
+
+async def converged(
+    ca: Client, cb: Client, sid: str, timeout: float = 30
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Both daemons' entries once they agree: a daemon hears the other's last appends through its
+    subscription, which restarts after a leader change (eventually, not at once)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        if [e["id"] for e in entries_a] == [e["id"] for e in entries_b]:
+            return entries_a, entries_b
+        if asyncio.get_running_loop().time() > deadline:
+            return entries_a, entries_b  # the caller's assertion shows the difference
+        await asyncio.sleep(0.2)
 
 
 async def test_daemon_cut_from_the_cluster_refuses_then_catches_up(tmp_path: Path, cluster: Cluster) -> None:
@@ -226,7 +241,7 @@ async def test_daemon_cut_from_the_cluster_refuses_then_catches_up(tmp_path: Pat
             except RpcError as exc:
                 assert exc.code == STORAGE_ERROR
                 await asyncio.sleep(0.2)
-        entries_a, entries_b = await entries_of(ca, sid), await entries_of(cb, sid)
+        entries_a, entries_b = await converged(ca, cb, sid)
         assert [e["id"] for e in entries_a] == [e["id"] for e in entries_b]
         assert_one_chain(entries_a, [*written, *r["entryIds"]])
         await ca.close()

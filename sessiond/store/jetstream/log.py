@@ -166,6 +166,19 @@ class JetStreamLog:
                 self.last_seq = msg.seq
         return out
 
+    def vanished(self) -> bool:
+        async def last() -> int:
+            try:
+                msg = await self.link.js.get_last_msg(self.link.settings.stream, self.subject)
+            except NotFoundError:
+                return 0
+            return msg.seq or 0
+
+        try:
+            return self.link.call(last(), self.link.settings.ack_wait) < self.last_seq
+        except Exception as exc:
+            raise ClusterUnavailableError(self.session_id, f"cannot read the log: {exc}") from exc
+
     def follow(self, wake: Callable[[], None]) -> None:
         """Start the ordered consumer after what this replica holds; it survives reconnects."""
         if self._sub is not None:

@@ -9,6 +9,7 @@ assistant message, holding everything appended before it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,8 @@ class PendingAppend:
 
 REMOTE_ATTEMPTS = 50
 """How often an append is staged again after other daemons appended first (a shared log)."""
+REMOTE_BACKOFF = 0.05
+"""Seconds to wait before committing again after a transient refusal (a leader change)."""
 
 
 class WritableSession(FollowedSession):
@@ -414,9 +417,11 @@ class WritableSession(FollowedSession):
         batches = self.remote.pull(fetch=fetch)
         if not batches:
             if after_conflict:
-                raise SessionChangedError(
-                    str(self.path), "its log in the shared store was deleted or cut short; reload it"
-                )
+                if self.remote.vanished():
+                    raise SessionChangedError(
+                        str(self.path), "its log in the shared store was deleted or cut short; reload it"
+                    )
+                time.sleep(REMOTE_BACKOFF)  # a refusal during a leader change: try again
             return
         if self._journal is None:
             # Our first write lost the race to create the log: someone owns this id already.

@@ -127,7 +127,7 @@ def assert_one_chain(entries: list[dict[str, Any]], acked: list[str]) -> None:
 
 
 async def new_shared_session(client: Client) -> str:
-    sid = (await client.request("session/new", {"cwd": "/tmp/shared"}))["sessionId"]
+    sid = str((await client.request("session/new", {"cwd": "/tmp/shared"}))["sessionId"])
     await client.request("session/append", {"sessionId": sid, "entries": [user("first")]})
     return sid
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sessiond.service.config import ConfigError, load_config
+from sessiond.service.config import Config, ConfigError, load_config
 from sessiond.store.backend import LocalStore, open_store
 
 
-def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+def load(tmp_path: Path, text: str) -> Config:
     (tmp_path / "config.toml").write_text(text)
     return load_config({"SESSIOND_CONFIG": str(tmp_path / "config.toml")}, root=tmp_path / "store")
 

@@ -361,3 +361,48 @@ def test_a_session_deleted_by_another_daemon_refuses_writes_clearly(tmp_path: Pa
     finally:
         a.close()
         b.close()
+
+
+def test_a_delivery_after_a_gap_is_not_applied_the_stream_is_read_instead(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """The subscription skipped a message while restarting after a leader kill (seen in this
+    test suite); the replica must still hold the log in order."""
+    import time  # noqa: PLC0415
+
+    from sessiond.store.backend import open_store  # noqa: PLC0415
+    from sessiond.store.jetstream.log import JetStreamLog  # noqa: PLC0415
+    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
+    from sessiond.store.journal import Durability  # noqa: PLC0415
+
+    settings = JetStreamSettings(
+        servers=tuple(cluster.urls), stream="GAP", subject_prefix="g", kv_bucket="gap"
+    )
+    a = open_store("jetstream", tmp_path / "a", settings)
+    b = open_store("jetstream", tmp_path / "b", settings)
+    try:
+        s = a.create(
+            tmp_path / "a" / "w", "/w", session_id=None, parent_session=None, durability=Durability.BUFFERED
+        )
+        s.append_message(user("one")["message"])
+        path = b.locate(s.id)
+        assert path is not None
+        other = b.open(path, durability=Durability.BUFFERED)
+        log = other.remote
+        assert isinstance(log, JetStreamLog)
+        woken: list[int] = []
+        log.follow(lambda: woken.append(1))
+        two = s.append_message(user("two")["message"])
+        three = s.append_message(user("three")["message"])
+        deadline = time.monotonic() + 30
+        while len(log._delivered) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        delivered = list(log._delivered)
+        assert [p for _, p, _ in delivered] == [delivered[0][0] - 1, delivered[0][0]], delivered
+        log._delivered.popleft()  # the subscription "skipped" the message of "two"
+        entries = other.take_remote()
+        assert [e["id"] for e in entries] == [two, three]
+        assert other.path.read_bytes() == s.path.read_bytes()
+    finally:
+        a.close()
+        b.close()

@@ -31,6 +31,7 @@ from ...errors import ClusterUnavailableError
 from ..remote import RemoteMoved
 from .link import Link
 
+EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 WRONG_LAST_SEQUENCE = 10071
 """JetStream's error code for a failed ``Nats-Expected-Last-Subject-Sequence``."""
 
@@ -51,7 +52,8 @@ class JetStreamLog:
         """Stream sequence of the last message this replica holds (0: none)."""
         self.file_name = file_name
         """The replica's path below the store's ``sessions`` directory (kept in the metadata)."""
-        self._delivered: deque[tuple[int, bytes]] = deque()
+        self._delivered: deque[tuple[int, int | None, bytes]] = deque()
+        """(sequence, the subject's sequence before it, payload) as the subscription delivered them."""
         self._sub: Any = None
         self._meta: dict[str, Any] = {}
         self._meta_busy = False
@@ -66,7 +68,7 @@ class JetStreamLog:
         expected = 0 if create else self.last_seq
         digest = hashlib.blake2b(data, digest_size=12).hexdigest()
         headers = {
-            "Nats-Expected-Last-Subject-Sequence": str(expected),
+            EXPECTED_LAST: str(expected),
             "Nats-Msg-Id": f"{self.session_id}:{expected}:{digest}",
         }
         wait = link.settings.ack_wait
@@ -140,12 +142,22 @@ class JetStreamLog:
     # ------------------------------------------------------------------ reading
 
     def pull(self, *, fetch: bool) -> list[bytes]:
+        """Every message carries the subject sequence it was appended after (its
+        ``Nats-Expected-Last-Subject-Sequence``), so a delivery that does not follow what this
+        replica holds — the subscription skipped a message while it restarted after a leader
+        change (seen under a leader kill) — is never applied: the missing range is read from the
+        stream instead."""
         out: list[bytes] = []
         while self._delivered:
-            seq, data = self._delivered.popleft()
-            if seq > self.last_seq:
-                out.append(data)
-                self.last_seq = seq
+            seq, previous, data = self._delivered.popleft()
+            if seq <= self.last_seq:
+                continue
+            if previous is not None and previous != self.last_seq:
+                self._delivered.clear()  # a gap: read the stream from here
+                fetch = True
+                break
+            out.append(data)
+            self.last_seq = seq
         if fetch:
             self.link.require(self.session_id)
             while True:
@@ -185,7 +197,11 @@ class JetStreamLog:
             return
 
         async def delivered(msg: Any) -> None:
-            self._delivered.append((msg.metadata.sequence.stream, msg.data))
+            headers = msg.headers or {}
+            previous = headers.get(EXPECTED_LAST)
+            self._delivered.append(
+                (msg.metadata.sequence.stream, int(previous) if previous is not None else None, msg.data)
+            )
             wake()
 
         async def subscribe() -> Any:

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import deque
@@ -33,6 +34,7 @@ from .link import Link
 
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 WRONG_LAST_SEQUENCE = 10071
+log = logging.getLogger("sessiond.jetstream")
 """JetStream's error code for a failed ``Nats-Expected-Last-Subject-Sequence``."""
 
 
@@ -106,6 +108,9 @@ class JetStreamLog:
                     self.session_id, reason, stored="maybe" if maybe_stored else "no"
                 ) from None
             time.sleep(0.05)
+        log.debug(
+            "%s: committed %d after %d (duplicate: %s)", self.session_id, ack.seq, expected, ack.duplicate
+        )
         self.last_seq = ack.seq
         self._meta = {"file": self.file_name, "leaf": leaf, "seq": ack.seq, "modified": time.time()}
         if create:
@@ -156,6 +161,7 @@ class JetStreamLog:
                 self._delivered.clear()  # a gap: read the stream from here
                 fetch = True
                 break
+            log.debug("%s: delivered %d after %s", self.session_id, seq, previous)
             out.append(data)
             self.last_seq = seq
         if fetch:
@@ -174,6 +180,7 @@ class JetStreamLog:
                     raise ClusterUnavailableError(self.session_id, f"cannot read the log: {exc}") from exc
                 if msg.seq is None or msg.seq <= self.last_seq:
                     break
+                log.debug("%s: fetched %d after %d", self.session_id, msg.seq, self.last_seq)
                 out.append(msg.data or b"")
                 self.last_seq = msg.seq
         return out

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from sessiond_protocol.errors import ErrorCode
+
 from ..errors import SessiondError
 from ..service.config import Config
 
@@ -24,7 +26,10 @@ START_TIMEOUT = 10.0
 
 
 class DaemonUnavailableError(SessiondError):
-    pass
+    """No daemon answers and none could be started. Raised by ``sessiond connect`` (and the
+    command line) before any request, so never an error answer; were it one, a bug."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
 
 
 def start_daemon(config: Config) -> subprocess.Popen[bytes]:

@@ -30,10 +30,10 @@ from pygls.server import JsonRPCServer
 
 from sessiond_protocol import ErrorCode
 
-from ..errors import ClientRequestError
+from ..errors import AuthenticationError, ClientRequestError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
-from .errors import RpcError, to_rpc_error
+from .errors import error_answer
 from .framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
 
 log = logging.getLogger("sessiond.rpc")
@@ -356,9 +356,9 @@ class Connection:
             # Decided here, synchronously: a client may pipeline requests right behind it.
             try:
                 self.initialize_handler(self, params)
-            except BaseException as exc:
-                rpc = to_rpc_error(exc, method, params)
-                self._error(msg_id, ErrorCode(rpc.code), rpc.message, rpc.data)
+            except Exception as exc:
+                answer = error_answer(exc, method, params)
+                self._error(msg_id, ErrorCode(answer.code), answer.message, answer.data)
                 return
             self.initialized = True
         if self.in_flight >= self.limits.max_in_flight:
@@ -429,11 +429,11 @@ class Connection:
             return await handler(self, params)
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:
-            error = to_rpc_error(exc, method, params)
+        except Exception as exc:
+            error = error_answer(exc, method, params)
             if error.code in _REFUSALS:
                 log.warning("connection %s (%s): refused %s: %s", self.id, self.peer, method, error.message)
-            raise error from None
+            raise JsonRpcException(code=error.code, message=error.message, data=error.data) from None
         finally:
             if token is not None and type(token) in (str, int):
                 self.progress(token, "end")
@@ -523,7 +523,4 @@ class Connection:
             )
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
-            raise RpcError(
-                ErrorCode.INVALID_REQUEST,
-                "Authentication failed: initialize needs the authToken of this server",
-            )
+            raise AuthenticationError()

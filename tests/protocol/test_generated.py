@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from sessiond_protocol import ERRORS, METHODS, NOTIFICATIONS, ErrorCode, MethodSpec, generate
+from sessiond_protocol import ERRORS, METHODS, NOTIFICATIONS, ErrorCode, MethodSpec
+from tests.protocol.tools import generate
 
 SPECS = list(METHODS.values())
 WRONG_VALUES: list[tuple[str, Any]] = [

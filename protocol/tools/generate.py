@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import python_client
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
@@ -561,7 +562,7 @@ def _intro(r: _Renderer) -> list[str]:
     session_id = r.prop(SessionRef, "sessionId")
     long_running = ", ".join(_code(s.name) for s in METHODS.values() if s.long_running)
     general = ", ".join(f"{int(c)} {_code(c.name)}" for c in GENERAL_ERRORS)
-    batch = _range(entries.get("minItems"), entries.get("maxItems"), "entries")
+    least = entries.get("minItems")
     list_range = _range(list_limit.get("minimum"), list_limit.get("maximum"))
     page_range = _range(page_limit.get("minimum"), page_limit.get("maximum"))
     id_range = _range(session_id.get("minLength"), session_id.get("maxLength"), "characters")
@@ -608,7 +609,9 @@ The server answers in the framing the client used.
 2. The client sends the `initialized` notification; then any requests and notifications, in
    both directions, with several requests in flight at once.
 3. The client sends the `shutdown` request (no further requests are accepted), then the `exit`
-   notification, and closes the connection.
+   notification, and closes the connection. The server answers every request received before
+   `exit` (also those still running) before it closes its side; so it does when the client
+   half-closes the connection instead (`printf '...' | sessiond connect`).
 
 ### Cancellation
 
@@ -636,6 +639,11 @@ sent, and a request that fails changes no file.
   "data": {{"field": "entries"}}}}}}
 ```
 
+An error answering a message that could not be read has `id: null`. When its `data.closing` is
+`true` (the byte stream cannot be read on: a broken header, a `Content-Length` body over the
+limit) the server closes the connection after it — having answered the requests it received
+before.
+
 <a id="general-errors"></a>Each method below lists the errors specific to it. Any request can also
 get the general ones, which no method lists:
 {general}. See [Error codes](#error-codes) for the full table.
@@ -648,20 +656,30 @@ only for sessions this connection subscribed to (`session/new` or `session/load`
 `session/update` kinds (e.g. `usage_update`), it does not want in
 `initialize.capabilities.notifications.optOut`.
 
-### Compatibility
+### Compatibility and versions
 
 Unknown fields in params are ignored, and results and notifications may carry fields not
-listed here: clients must ignore what they do not know. Incompatible changes bump the protocol
-version.
+listed here: clients must ignore what they do not know.
+
+`protocolVersion` is the protocol's major version: compatible additions (a method, an optional
+field, a notification, an update kind, an error code) keep it; an incompatible change bumps it.
+Client and server must speak the same one. The server answers an `initialize` for another
+version with -32030 `PROTOCOL_VERSION_MISMATCH`, naming both versions in the message and in
+`data` (`clientVersion`, `serverVersion`); the connection stays open and uninitialized. A client
+checks the `protocolVersion` of the `initialize` answer and refuses a server that answers
+another one (the Python and TypeScript clients do).
 
 ### Limits
 
-* `session/append`: {batch} per batch, written at once or not at all.
+* `session/append`: at least {least} entry and at most the server's `limits.max_entries_per_append`
+  (default 1000) per batch, written at once or not at all; a longer batch is refused whole.
 * Page sizes: `session/list` takes a `limit` of {list_range} (default {list_limit.get("default")}),
   `session/entries` one of {page_range} (default {page_limit.get("default")}).
 * Session ids and entry ids: {id_range}; a session id matches {id_pattern}.
 * A message larger than the server's maximum message size fails with -32022
-  `MESSAGE_TOO_LARGE`; too many requests in flight on one connection fail with -32001
+  `MESSAGE_TOO_LARGE` (`data.limit`), in both framings: an NDJSON line is skipped unread and the
+  connection goes on; a `Content-Length` body is never read, so the connection closes
+  (`data.closing`). Too many requests in flight on one connection fail with -32001
   `OVERLOADED` (retry later); a subscriber that reads too slowly gets a `resync_required`
   update instead of the updates it missed.
 """.splitlines()
@@ -720,7 +738,11 @@ def render_all() -> dict[Path, str]:
     schema = build_schema()
     spec = render_spec(schema)
     _check_anchors(spec)
-    return {SCHEMA_PATH: render_schema(schema), SPEC_PATH: spec}
+    return {
+        SCHEMA_PATH: render_schema(schema),
+        SPEC_PATH: spec,
+        python_client.CLIENT_METHODS_PATH: python_client.render_formatted(),
+    }
 
 
 def _on_disk(path: Path) -> str | None:

@@ -153,13 +153,13 @@ class Daemon:
             reader,
             writer,
             HANDLERS,
+            self.service,
             self.config.limits,
             peer=peer,
             auth_token=token,
             on_close=self._closed,
             header_timeout=peer != "stdio",
         )
-        conn.service = self.service
         self.connections.add(conn)
         return conn
 

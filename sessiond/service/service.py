@@ -353,10 +353,6 @@ class Service:
         expect_leaf_id: Any = UNDEFINED,
         durability: str | None = None,
     ) -> dict[str, Any]:
-        if len(entries) > self.config.limits.max_entries_per_append:
-            raise InvalidArgumentError(
-                f"at most {self.config.limits.max_entries_per_append} entries per append", field="entries"
-            )
         host = await self.host(session_id, user)
         pending = host.session.begin_append(
             entries,

@@ -11,5 +11,6 @@ if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 
 import generate  # noqa: E402
+import python_client  # noqa: E402
 
-__all__ = ["TOOLS", "generate"]
+__all__ = ["TOOLS", "generate", "python_client"]

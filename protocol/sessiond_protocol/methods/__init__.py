@@ -43,6 +43,7 @@ from .file_history import METHODS as _FILE_HISTORY
 from .file_history import (
     CheckpointParams,
     CheckpointResult,
+    DiffFile,
     DiffParams,
     DiffResult,
     FileHistoryListResult,
@@ -60,8 +61,8 @@ from .lifecycle import (
     NotificationOptions,
     ServerInfo,
 )
-from .sessions import METHODS as _SESSIONS
 from .sessions import (
+    MAX_ENTRIES_PER_APPEND,
     AppendParams,
     AppendResult,
     ConfigureParams,
@@ -80,6 +81,7 @@ from .sessions import (
     SetNameParams,
     SetNameResult,
 )
+from .sessions import METHODS as _SESSIONS
 from .tree import METHODS as _TREE
 from .tree import (
     BranchParams,
@@ -103,6 +105,7 @@ METHODS: dict[str, MethodSpec] = {
 """Every method by name, in the SPEC's order."""
 
 __all__ = [
+    "MAX_ENTRIES_PER_APPEND",
     "METHODS",
     "AppendParams",
     "AppendResult",
@@ -122,6 +125,7 @@ __all__ = [
     "ContextParams",
     "ContextResult",
     "DeleteResult",
+    "DiffFile",
     "DiffParams",
     "DiffResult",
     "EditParams",

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..errors import ErrorCode as C
-from ..models import EntryId, Open, Result
+from ..models import EntryId, Open, Result, WorkDone
 from .base import EXAMPLE_SESSION_ID, SESSION_ERRORS, WRITE_ERRORS, MethodSpec, SessionRef
 
 
@@ -26,7 +26,15 @@ class TrackParams(SessionRef):
 class TrackResult(Result):
     path: str = Field(description="The file's key: relative to the cwd, or absolute.")
     messageId: str
-    state: Open = Field(description="What was recorded: {kind, blob?, mode?, size?, target?}.")
+    state: Open = Field(
+        description='The file as this call found it: `{kind: "file", blob, mode?, size?}`, '
+        '`{kind: "symlink", target}` or `{kind: "missing"}` (`blob`: the SHA-256 of the content; '
+        "`mode` and `size` when it was backed up)."
+    )
+    backedUp: bool = Field(
+        description="This call stored the file as the prompt's backup (false: the prompt had it "
+        "already, or phase `after`, which only records what the session wrote)."
+    )
     entryId: str = Field(description="The sessiond.fileSnapshot entry written.")
 
 
@@ -53,15 +61,42 @@ class DiffParams(SessionRef):
     path: str | None = Field(None, description="Only this file.")
 
 
-class DiffResult(Result):
-    files: list[Open] = Field(
-        description="{path, status, added, removed, binary, diff?, tooLarge?, sizes}: checkpoint -> disk now."
+class DiffFile(Result):
+    """One tracked file: its state at the checkpoint against the disk now."""
+
+    path: str = Field(description="The file's key: relative to the cwd, or absolute.")
+    changed: bool | None = Field(
+        description="It differs from the checkpoint (content, kind or mode); null when the file "
+        "cannot be read now (`error` says why): whether it changed is unknown."
     )
+    binary: bool = Field(description="Binary content: no `diff`, sizes only.")
+    tooLarge: bool = Field(description="Larger than the diff limit (4 MiB): no `diff`, sizes only.")
+    added: int = Field(description="Lines added since the checkpoint.")
+    removed: int = Field(description="Lines removed since the checkpoint.")
+    diff: str | None = Field(
+        description="The unified diff, checkpoint -> disk (empty when equal); null when binary, too "
+        "large, or no diff could be made (`error`)."
+    )
+    oldSize: int = Field(description="Bytes at the checkpoint.")
+    newSize: int | None = Field(description="Bytes now; null when the file cannot be read.")
+    from_: Open = Field(
+        alias="from", description="The state at the checkpoint: {kind, blob?, mode?, size?, target?}."
+    )
+    to: Open | None = Field(description="The state now; null when the file cannot be read.")
+    error: str | None = Field(
+        None,
+        description="Why no diff could be made: the path is refused now (a symlink, a directory...), "
+        "cannot be read, or its backup is missing.",
+    )
+
+
+class DiffResult(Result):
+    files: list[DiffFile] = Field(description="Per tracked file (or only `path`): checkpoint -> disk now.")
     added: int
     removed: int
 
 
-class RewindParams(SessionRef):
+class RewindParams(SessionRef, WorkDone):
     messageId: EntryId = Field(description="A checkpoint, or the undoId of an earlier rewind.")
     dryRun: bool = False
     force: bool = Field(False, description="Also overwrite files someone else changed (never refused paths).")
@@ -82,8 +117,6 @@ class RewindResult(Result):
     editorText: str | None = Field(None, description="With conversation: the prompt's text.")
 
 
-FILE_ERRORS = (C.PATH_REFUSED, C.READ_ONLY)
-
 METHODS: dict[str, MethodSpec] = {
     m.name: m
     for m in [
@@ -92,7 +125,7 @@ METHODS: dict[str, MethodSpec] = {
             TrackParams,
             TrackResult,
             "Before modifying a file: back up its current content into the prompt's snapshot (phase after: record what the session wrote).",
-            (*SESSION_ERRORS, *FILE_ERRORS, *WRITE_ERRORS),
+            (*SESSION_ERRORS, C.PATH_REFUSED, *WRITE_ERRORS),
             {"sessionId": EXAMPLE_SESSION_ID, "path": "src/app.py"},
         ),
         MethodSpec(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from ..errors import ErrorCode as C
 from ..models import (
@@ -76,17 +77,47 @@ class DeleteResult(Result):
     trashedPath: str
 
 
+OMITTED_IS_NOT_NULL: dict[str, JsonValue] = {"x-omitted-is-not-null": True}
+"""A field's schema marker: leaving the field out means something else than sending ``null``
+(clients must be able to do either; the Python client's argument defaults to ``UNSET``)."""
+
+MAX_ENTRIES_PER_APPEND = "maxEntriesPerAppend"
+"""The validation context's key for the server's limit of entries per append (its setting
+``limits.max_entries_per_append``): ``AppendParams.model_validate(params, context={...})``."""
+
+
 class AppendParams(SessionRef):
-    entries: list[EntrySpec] = Field(min_length=1, max_length=1000)
+    """Refused before any entry is validated when there are more entries than the server's limit
+    (``MAX_ENTRIES_PER_APPEND`` in the validation context; no limit without one)."""
+
+    entries: list[EntrySpec] = Field(
+        min_length=1,
+        description="At most the server's `limits.max_entries_per_append` (default 1000); a longer "
+        "batch is refused whole (-32602, `data.field` = `entries`).",
+    )
     parentId: EntryId | None = Field(
-        None, description="Parent of the first entry. Omitted: the current leaf; null: a new root."
+        None,
+        description="Parent of the first entry. Omitted: the current leaf; null: a new root.",
+        json_schema_extra=OMITTED_IS_NOT_NULL,
     )
     expectLeafId: EntryId | None = Field(
-        None, description="Append only if the leaf is still this entry (omitted: no check; null: no leaf)."
+        None,
+        description="Append only if the leaf is still this entry (omitted: no check; null: no leaf).",
+        json_schema_extra=OMITTED_IS_NOT_NULL,
     )
     durability: Durability | None = Field(
         None, description="buffered | fsync; default: the daemon's setting."
     )
+
+    @field_validator("entries", mode="before")
+    @classmethod
+    def _within_the_servers_limit(cls, value: Any, info: ValidationInfo) -> Any:
+        limit = info.context.get(MAX_ENTRIES_PER_APPEND) if isinstance(info.context, dict) else None
+        if limit is not None and isinstance(value, list) and len(value) > limit:
+            raise PydanticCustomError(
+                "too_many_entries", "at most {limit} entries per append", {"limit": limit}
+            )
+        return value
 
 
 class AppendResult(Result):

@@ -18,6 +18,7 @@ import orjson
 
 from ..errors import CheckpointNotFoundError, EntryNotFoundError, ReadOnlySessionError
 from ..filehistory import BlobStore, FileHistory, Workspace
+from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
 from ..model.js import get
 from ..model.messages import content_text
@@ -135,9 +136,16 @@ class FileHistoryService:
             data = await anyio.to_thread.run_sync(lambda: opened.history.track(path, message_id, phase))
             entry_id = await self._persist(host, opened, data)
         key = next(iter(data.get("seen") or data.get("files") or {path: None}))
-        state = (data.get("files") or {}).get(key) or {"kind": "seen", "content": data["seen"][key]}
+        backed_up = (data.get("files") or {}).get(key)
+        state = backed_up if backed_up is not None else _state_of(data["seen"][key])
         self._publish(host, "track", data["messageId"], [key])
-        return {"path": key, "messageId": data["messageId"], "state": state, "entryId": entry_id or ""}
+        return {
+            "path": key,
+            "messageId": data["messageId"],
+            "state": state,
+            "backedUp": backed_up is not None,
+            "entryId": entry_id or "",
+        }
 
     async def checkpoint(self, user: Any, session_id: str, message_id: str) -> dict[str, Any]:
         host = await self.service.host(session_id, user)
@@ -273,3 +281,12 @@ def _snapshot_data(host: SessionHost) -> list[dict[str, Any]]:
             if isinstance(data, dict):
                 out.append(data)
     return out
+
+
+def _state_of(content: str) -> dict[str, Any]:
+    """The file state a ``seen`` content key stands for (a file's mode and size are not in it)."""
+    if content == MISSING_KEY:
+        return {"kind": "missing"}
+    if content.startswith(SYMLINK_PREFIX):
+        return {"kind": "symlink", "target": content.removeprefix(SYMLINK_PREFIX)}
+    return {"kind": "file", "blob": content}

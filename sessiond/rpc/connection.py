@@ -31,7 +31,7 @@ from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND
 from ..errors import AuthenticationError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
-from .dispatch import Json, Method, answer, answer_now
+from .dispatch import Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
 from .framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
@@ -97,7 +97,7 @@ class Connection:
         self._out_ready = asyncio.Event()
         self._resync: set[str] = set()
         self._dead = False
-        self.engine = Engine(self.send, self._run)
+        self.engine = Engine(self.send, self, self._context)
 
     @property
     def framing(self) -> Framing:
@@ -310,9 +310,6 @@ class Connection:
         if initializing:
             self.initialized = True
         self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
-
-    async def _run(self, entry: Method, params: Json) -> Any:
-        return await answer(entry, self, params, self._context)
 
     def _notification(self, method: str, params: Json) -> None:
         if method == "exit":

@@ -39,7 +39,7 @@ import contextlib
 import contextvars
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -53,7 +53,7 @@ from pygls.server import JsonRPCServer
 from sessiond_protocol.errors import ErrorCode
 
 from ..errors import ClientRequestError
-from .dispatch import Method
+from .dispatch import Caller, Method, answer
 from .errors import ErrorAnswer
 
 log = logging.getLogger("sessiond.rpc")
@@ -63,9 +63,9 @@ log = logging.getLogger("sessiond.rpc")
 logging.getLogger("pygls").setLevel(logging.CRITICAL)
 
 Json = dict[str, Any]
-Run = Callable[[Method, Json], Awaitable[Any]]
 
 _server_request_ids = itertools.count(1)
+_ABSENT = object()
 _CONVERTER: Any = None
 
 
@@ -99,11 +99,12 @@ class _Protocol(JsonRPCProtocol):
 class Engine:
     """One connection's JSON-RPC engine: its requests in flight, its requests to the client."""
 
-    def __init__(self, send: Callable[[Json], Any], run: Run) -> None:
-        """``send`` queues a message to the client; ``run(method, params)`` answers a request
-        (its result, or an :class:`ErrorAnswer` raised)."""
+    def __init__(self, send: Callable[[Json], Any], caller: Caller, context: Mapping[str, Any]) -> None:
+        """``send`` queues a message to the client; requests are answered by ``dispatch.answer``
+        for ``caller`` (the connection), their params validated with ``context``."""
         self._send = send
-        self._run = run
+        self._caller = caller
+        self._context = context
         self._server = _Server(_Protocol, _converter)
         self._protocol: _Protocol = self._server.protocol  # type: ignore[assignment]
         self._protocol.engine = self
@@ -135,11 +136,11 @@ class Engine:
         contextvars.copy_context().run(self._protocol._handle_request, msg_id, name, params)
 
     def _handler(self, method: Method) -> Callable[[Json], Awaitable[Any]]:
-        run = self._run
+        caller, context = self._caller, self._context
 
         async def handle(params: Json) -> Any:
             try:
-                return await run(method, params)
+                return await answer(method, caller, params, context)
             except ErrorAnswer as error:
                 raise JsonRpcException(code=error.code, message=error.message, data=error.data) from None
 
@@ -237,7 +238,5 @@ class Engine:
 
     def _answered(self, msg_id: Any) -> None:
         pending = self._pending
-        if msg_id in pending:
-            del pending[msg_id]
-            if not pending:
-                self._idle.set()
+        if pending.pop(msg_id, _ABSENT) is not _ABSENT and not pending:
+            self._idle.set()

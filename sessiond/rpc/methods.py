@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from sessiond_protocol import METHODS, PROTOCOL_VERSION
 from sessiond_protocol import methods as M
 from sessiond_protocol.models import Open
@@ -24,11 +22,6 @@ from ..model.js import UNDEFINED
 from .dispatch import Caller, Json, MethodTable, Reply
 
 HANDLERS = MethodTable(METHODS)
-
-
-def _given(p: BaseModel, name: str) -> Any:
-    """The field's value, or ``UNDEFINED`` when the client left it out."""
-    return getattr(p, name) if name in p.model_fields_set else UNDEFINED
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -123,12 +116,13 @@ async def session_unsubscribe(call: Caller, p: M.SessionRef) -> Reply[M.EmptyRes
 
 @HANDLERS.method("session/append")
 async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> Reply[M.AppendResult]:
+    given = p.model_fields_set
     return await call.service.append(
         call,
         p.sessionId,
         raw["entries"],
-        parent_id=_given(p, "parentId"),
-        expect_leaf_id=_given(p, "expectLeafId"),
+        parent_id=p.parentId if "parentId" in given else UNDEFINED,
+        expect_leaf_id=p.expectLeafId if "expectLeafId" in given else UNDEFINED,
         durability=p.durability,
     )
 

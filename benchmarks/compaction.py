@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compaction: preparing a checkpoint on long branches against Pi, and a full compaction through the daemon.
 
 Sections:
@@ -32,50 +31,50 @@ Why: compaction runs on the longest sessions, at the moment the agent is waiting
 must not cost more than Pi's own code, and the built-in path from threshold to checkpoint must
 stay well under a model call.
 
-Run: ``.venv/bin/python benchmarks/compaction.py [--quick] [--runs N] [--reps N] [--profile]
+Run: ``.venv/bin/python -m benchmarks.compaction [--quick] [--runs N] [--reps N] [--profile]
 [--json]``. Scratch files (generated sessions, the daemon's store) go to
 ``benchmarks/out/compaction-tmp/`` (same disk as the repo; removed at the end).
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
-# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import datetime as _dt
+import gc
+import io
+import json
 import os
+import pstats
+import random
+import shutil
+import statistics
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
+from benchmarks.harness import (
+    BENCH_DIR,
+    REPO,
+    Bench,
+    Daemon,
+    Extract,
+    Scratch,
+    find_oracle,
+    log,
+    main,
+    module_command,
+)
+from benchmarks.pi_sessions import Corpus
+from sessiond.compaction.prepare import CompactionSettings, NoCompaction
+from sessiond.compaction.summary import describe_preparation
+from sessiond.store.session import Session
+from sessiond_client import Client
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import cProfile  # noqa: E402
-import datetime as _dt  # noqa: E402
-import gc  # noqa: E402
-import importlib.util  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import pstats  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from measure import Scratch  # noqa: E402
-from pi_oracle import find_oracle  # noqa: E402
-
-from sessiond.compaction.prepare import CompactionSettings, NoCompaction  # noqa: E402
-from sessiond.compaction.summary import describe_preparation  # noqa: E402
-from sessiond.store.session import Session  # noqa: E402
-from sessiond_client import Client  # noqa: E402
-
-REPO = Path(_HERE).parent
-OUT_DIR = Path(_HERE) / "out"
-SCRIPT = Path(__file__).resolve()
 MB = 1 << 20
 CWD = "/home/dev/projects/webapp"
 
@@ -91,28 +90,19 @@ PREPARE_RUNS = {1000: 30, 10_000: 20, 50_000: 7}
 PREPARE_RUNS_QUICK = {1000: 15, 10_000: 8}
 
 
-def _load_inspect() -> Any:
-    """``benchmarks/inspect.py`` (its text corpus), under another module name."""
-    spec = importlib.util.spec_from_file_location("_sessiond_bench_inspect", Path(_HERE) / "inspect.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # --------------------------------------------------------------------------- workload
 
 
 class Workload:
     """Agent turns: a request, a tool call (read/edit/bash) and its result, a final answer.
 
-    Text comes from ``inspect.py``'s code-like corpus. Every assistant message carries a full
+    Text comes from ``benchmarks.pi_sessions``' code-like corpus. Every assistant message carries a full
     ``usage`` whose context size grows with the conversation (capped at ``USAGE_CAP``).
     """
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.corpus = _load_inspect()._Corpus(self.rng)
+        self.corpus = Corpus(self.rng)
         self.ctx_chars = 20_000  # system prompt and tools
         self.call_n = 0
 
@@ -418,13 +408,13 @@ def bench_prepare(
             "profile": 3 if args.profile and n == max(args.sizes) else 0,
         }
         path.read_bytes()  # warm the page cache: both sides read from memory
-        sd = _run_json([sys.executable, str(SCRIPT), "_prepare", json.dumps(cfg)], "sessiond prepare child")
+        sd = _run_json(module_command(BENCH.module, "_prepare", json.dumps(cfg)), "sessiond prepare child")
         pi = None
         if pi_pkg is not None and node is not None:
             pi = _run_json(
                 [
                     node,
-                    str(Path(_HERE) / "pi_prepare_timing.mjs"),
+                    str(BENCH_DIR / "pi_prepare_timing.mjs"),
                     str(pi_pkg),
                     str(path),
                     str(runs),
@@ -463,52 +453,6 @@ def bench_prepare(
 
 
 # --------------------------------------------------------------------------- 2. through the daemon
-
-
-class Daemon:
-    """``python -m sessiond serve`` on a fresh store, with an empty config file."""
-
-    def __init__(self, base: Path) -> None:
-        self.store = base / "store"
-        self.store.mkdir()
-        self.socket = base / "run" / "sessiond.sock"
-        self.log = base / "daemon.log"
-        config = base / "config.toml"
-        config.write_text("")
-        env = {**os.environ, "SESSIOND_HOME": str(self.store), "SESSIOND_CONFIG": str(config)}
-        args = [
-            sys.executable,
-            "-m",
-            "sessiond",
-            "serve",
-            "--socket",
-            str(self.socket),
-            "--log-level",
-            "warning",
-        ]
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=out, env=env, cwd=REPO)
-        deadline = time.monotonic() + 30
-        while not self.socket.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the daemon exited with {self.process.returncode}:\n{self.log_text()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the daemon did not start:\n{self.log_text()}")
-            time.sleep(0.01)
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                return self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                return self.process.wait()
-        return self.process.returncode
 
 
 def _entries(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -648,7 +592,7 @@ async def _daemon_cases(socket: Path, args: argparse.Namespace, log: Callable[[s
 
 
 def bench_daemon(scratch: Scratch, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
-    daemon = Daemon(scratch.new_dir("daemon"))
+    daemon = Daemon(scratch.new_dir("daemon")).start()
     try:
         result = asyncio.run(_daemon_cases(daemon.socket, args, log))
     finally:
@@ -760,14 +704,13 @@ def headline(res: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_prepare":
-        print(json.dumps(prepare_child(json.loads(argv[1]))))
-        return 0
+def child(argv: list[str]) -> int:
+    """A process of this benchmark: ``_prepare CFG`` (sessiond's prepare, timed in a fresh process)."""
+    print(json.dumps(prepare_child(json.loads(argv[1]))))
+    return 0
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--quick", action="store_true", help="1k/10k for prepare, 1k through the daemon, 3 reps")
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sizes", default=None, help="prepare sizes in entries (default 1000,10000,50000)")
     ap.add_argument("--daemon-sizes", default=None, help="daemon sizes in entries (default 1000,10000)")
     ap.add_argument(
@@ -777,14 +720,10 @@ def main(argv: list[str] | None = None) -> int:
         "--reps", type=int, default=None, help="fresh sessions per daemon case (default 5, quick 3)"
     )
     ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
-    ap.add_argument("--oracle", metavar="DIR", help="pi-oracle install dir (default: see pi_oracle.py)")
     ap.add_argument("--profile", action="store_true", help="cProfile sessiond's prepare on the largest size")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument(
-        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
-    )
-    ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent dir (default benchmarks/out)")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.sizes is None:
         args.sizes = "1000,10000" if args.quick else "1000,10000,50000"
     if args.daemon_sizes is None:
@@ -794,9 +733,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps is None:
         args.reps = 3 if args.quick else 5
     args.reps = max(1, args.reps)
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
 
     pi_pkg, pi_note = find_oracle(args.oracle)
     node = shutil.which("node")
@@ -826,16 +762,67 @@ def main(argv: list[str] | None = None) -> int:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
     res["headline"] = headline(res)
-    if args.json_out:  # for run_all.py: machine-readable results beside the human report
-        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(res, indent=1))
-    else:
-        print_report(res)
-        print(f"\n{res['headline']}")
-        print(f"(total {res['totalSeconds']:.0f} s)")
-    return 0
+    return res
+
+
+def report(res: dict[str, Any]) -> None:
+    print_report(res)
+    print(f"\n{res['headline']}")
+    print(f"(total {res['totalSeconds']:.0f} s)")
+
+
+BENCH = Bench(
+    "compaction",
+    "benchmarks.compaction",
+    "compaction preparation and the daemon's compaction",
+    "Pi's own prepareCompaction + serializeConversation (pi-oracle); in-process prepare",
+    {
+        "smoke": ("--sizes", "1000", "--daemon-sizes", "1000", "--runs", "1", "--reps", "1"),
+        "quick": ("--quick",),
+        "full": (),
+    },
+    takes_oracle=True,
+    quick="1k/10k for prepare, 1k through the daemon, 3 reps",
+)
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Prepare against Pi's prepareCompaction; the daemon against in-process prepare."""
+    e = Extract(notes=[d["pi"]])
+    prep_ms: dict[int, float] = {}
+    for r in d["prepare"]:
+        n, sd, pi = r["entries"], r["sessiond"], r.get("pi")
+        prep_ms[n] = sd["prepareMs"]
+        what = f"{n:,} entries"
+        pi_prep = pi.get("prepareMs") if pi else None
+        pi_ser = pi.get("serializeMs") if pi else None
+        pi_ref = "Pi prepareCompaction" if pi else None
+        e.add(f"prepare (steady), {what}", sd["prepareMs"], "ms", pi_ref, pi_prep)
+        e.add(f"prepare (first after open), {what}", sd["firstMs"], "ms", pi_ref, pi_prep)
+        e.add(f"prepare (whole-context cache), {what}", sd.get("cachedMs"), "ms", pi_ref, pi_prep)
+        e.add(
+            f"serialize conversation, {what}",
+            sd["serializeMs"],
+            "ms",
+            "Pi serializeConversation" if pi else None,
+            pi_ser,
+        )
+        e.mismatches += [f"{what}: {c}" for c in r.get("checks", [])]
+    ref = "in-process prepare (steady), same size"
+    for r in d.get("daemon", {}).get("threshold", []):
+        n = r["entries"]
+        e.add(
+            f"threshold append → committed checkpoint, {n:,} entries",
+            r["completedMs"],
+            "ms",
+            ref,
+            prep_ms.get(n),
+        )
+    for r in d.get("daemon", {}).get("manual", []):
+        n = r["entries"]
+        e.add(f"compaction/run, {n:,} entries", r["runMs"], "ms", ref, prep_ms.get(n))
+    return e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

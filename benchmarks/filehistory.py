@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """File history (docs/file-history.md): what tracking costs an agent per edit, rewinds, big backups.
 
 Sections (every ratio is against a reference measured in the same run):
@@ -34,7 +33,7 @@ Sections (every ratio is against a reference measured in the same run):
    copied to a temporary file, then dropped) and ``Workspace.apply`` (the restore: re-hash while
    copying, fsync, rename). Best of 3 (quick 2); tracemalloc peak of one ``put_file``.
 
-Run: ``.venv/bin/python benchmarks/filehistory.py [--quick] [--json] [--sections 1,2,3]
+Run: ``.venv/bin/python -m benchmarks.filehistory [--quick] [--json] [--sections 1,2,3]
 [--profile]``. Scratch files go to ``benchmarks/out/filehistory-tmp/`` (same disk as the
 repo; removed at the end, daemons stopped even on errors). ``--profile`` also runs the agent of
 section 1 and the rewind of section 2 in-process under cProfile (the daemon does its file work in
@@ -42,38 +41,28 @@ worker threads, which a ``python -m cProfile`` daemon would not show) and prints
 functions; the measured rows are not profiled.
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
-# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
 import os
+import pstats
+import random
+import shutil
 import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
+from benchmarks.harness import Bench, Daemon, Extract, Scratch, log, main, pct
+from sessiond.filehistory import BlobStore, FileHistory, FileState, Workspace, hash_fd
+from sessiond_client import Client
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import cProfile  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import pstats  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, Self  # noqa: E402
-
-from measure import Scratch, pct  # noqa: E402
-
-from sessiond.filehistory import BlobStore, FileHistory, FileState, Workspace, hash_fd  # noqa: E402
-from sessiond_client import Client  # noqa: E402
-
-REPO = Path(_HERE).parent
-OUT_DIR = Path(_HERE) / "out"
 KB = 1 << 10
 MB = 1 << 20
 SNAPSHOT = "sessiond.fileSnapshot"
@@ -122,78 +111,9 @@ def _tree_bytes(root: Path) -> tuple[int, int]:
     return files, total
 
 
-class Daemon:
-    """``python -m sessiond serve`` on a scratch dir (``SESSIOND_HOME``, ``CLAUDE_CONFIG_DIR`` and
-    ``PI_CODING_AGENT_DIR`` in it, an empty ``SESSIOND_CONFIG``).
-    ``stop()`` sends SIGTERM (kill after 30 s); a context manager, so errors stop it too."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.store = base / "store"
-        for d in (self.store, base / "claude" / "projects", base / "pi" / "sessions"):
-            d.mkdir(parents=True, exist_ok=True)
-        self.socket = base / "run" / "sessiond.sock"
-        self.log = base / "daemon.log"
-        self.config = base / "config.toml"
-        self.config.write_text("")
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Self:
-        env = {
-            **os.environ,
-            "SESSIOND_HOME": str(self.store),
-            "SESSIOND_CONFIG": str(self.config),
-            "CLAUDE_CONFIG_DIR": str(self.base / "claude"),
-            "PI_CODING_AGENT_DIR": str(self.base / "pi"),
-        }
-        args = [
-            sys.executable,
-            "-m",
-            "sessiond",
-            "serve",
-            "--socket",
-            str(self.socket),
-            "--log-level",
-            "warning",
-        ]
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=out, env=env, cwd=REPO)
-        deadline = time.monotonic() + 30
-        while not self.socket.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the daemon exited with {self.process.returncode}:\n{self.log_text()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the daemon did not start:\n{self.log_text()}")
-            time.sleep(0.01)
-        return self
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def stop(self) -> int | None:
-        p = self.process
-        if p is None:
-            return None
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                return p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                return p.wait()
-        return p.returncode
-
-    def blob_dir(self, session_id: str) -> Path:
-        return self.store / "file-history" / session_id
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        code = self.stop()
-        if code not in (0, None) or "Traceback" in self.log_text():
-            print(f"  daemon exited {code}:\n{self.log_text()[-2000:]}", file=sys.stderr)
+def blob_dir(d: Daemon, session_id: str) -> Path:
+    """Where the daemon keeps a session's file-history blobs."""
+    return d.store / "file-history" / session_id
 
 
 class Timed:
@@ -380,8 +300,8 @@ async def _tracking(d: Daemon, ws: Path, ref: Path, args: argparse.Namespace, lo
         elif entry.get("type") != "session":
             conv_entries += 1
             conv_bytes += len(line)
-    stats = BlobStore(d.blob_dir(sid)).stats()
-    dir_files, dir_bytes = _tree_bytes(d.blob_dir(sid))
+    stats = BlobStore(blob_dir(d, sid)).stats()
+    dir_files, dir_bytes = _tree_bytes(blob_dir(d, sid))
     rows = []
     for f in files:
         rec = per[f["path"]]
@@ -882,14 +802,7 @@ def _print_profile(what: str, prof: dict[str, list[dict[str, Any]]]) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--quick", action="store_true", help="10 prompts, 200 files, 20 MB (< 30 s)")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument(
-        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
-    )
-    ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent (default benchmarks/out)")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sections", default="1,2,3", help="which sections to run (default all)")
     ap.add_argument("--prompts", type=int, help="section 1: prompts (default 50; quick 10)")
     ap.add_argument("--big-mb", type=int, help="section 1: the big file in MB (default 20; quick 4; 0: none)")
@@ -897,7 +810,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--put-mb", type=int, help="section 3: file size in MB (default 100; quick 20)")
     ap.add_argument("--profile", action="store_true", help="cProfile the in-process equivalents of 1 and 2")
     ap.add_argument("--profile-top", type=int, default=15, help="functions per profile table")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     sections = {int(x) for x in args.sections.split(",") if x.strip()}
     q = args.quick
     args.prompts = args.prompts or (10 if q else 50)
@@ -906,18 +821,12 @@ def main(argv: list[str] | None = None) -> int:
     args.put_mb = args.put_mb or (20 if q else 100)
     args.put_repeat = 2 if q else 3
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     scratch = Scratch(args.out / "filehistory-tmp")
     t0 = time.perf_counter()
     try:
-        disk = subprocess.run(
-            ["df", "--output=source,fstype", str(scratch.root)], capture_output=True, text=True, check=False
-        ).stdout.split("\n")[1:2]
         res: dict[str, Any] = {
             "quick": q,
-            "disk": " ".join(" ".join(disk).split()),
+            "disk": scratch.disk(),
         }
         if 1 in sections:
             log(f"1. tracking per edit ({args.prompts} prompts)")
@@ -931,15 +840,120 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
-    if args.json_out:  # for run_all.py: machine-readable results beside the human report
-        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(res, indent=1))
-    else:
-        print_report(res)
-        print(f"\n(total {res['totalSeconds']:.0f} s)")
-    return 0
+    return res
+
+
+def report(res: dict[str, Any]) -> None:
+    print_report(res)
+    print(f"\n(total {res['totalSeconds']:.0f} s)")
+
+
+BENCH = Bench(
+    "filehistory",
+    "benchmarks.filehistory",
+    "file history: tracking, checkpoints, rewind, backups",
+    "the edit's own write; shutil.copyfile (+ fsync); the in-process FileHistory",
+    {
+        "smoke": ("--prompts", "2", "--big-mb", "0", "--rewind-files", "10", "--put-mb", "1"),
+        "quick": ("--quick",),
+        "full": (),
+    },
+    quick="10 prompts, 200 files, 20 MB (< 30 s)",
+)
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:g} MB" if n >= MB else f"{n / 1024:g} KB"
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Tracking, rewind and backups against the write itself and plain copies."""
+    e = Extract(notes=[f"scratch on {d.get('disk', '?')}"])
+    t = d.get("tracking")
+    if t:
+        for r in t["rows"]:
+            what = f"{_size(r['size'])} file ({r['edits']} edits)"
+            e.add(
+                f"track before + after p50, {what}",
+                r["both"]["p50Ms"],
+                "ms",
+                "the edit's own write",
+                r["write"]["p50Ms"],
+            )
+            e.add(
+                f"track before + after p50, {what}",
+                r["both"]["p50Ms"],
+                "ms",
+                "shutil.copyfile",
+                r["copy"]["p50Ms"],
+            )
+        a = t["all"]
+        e.add(
+            f"track before + after p50, all {t['edits']} edits",
+            a["both"]["p50Ms"],
+            "ms",
+            "shutil.copyfile",
+            a["copy"]["p50Ms"],
+        )
+        e.add(
+            "before-track throughput, all edits",
+            t["allBeforeMBps"],
+            "MB/s",
+            "shutil.copyfile",
+            t["allCopyMBps"],
+        )
+        e.add(
+            "track after p50, all edits",
+            a["after"]["p50Ms"],
+            "ms",
+            "fsync'd session/append",
+            t["answerFsync"]["p50Ms"],
+        )
+        e.add(
+            f"checkpoint p50 ({t['checkpointFiles']} files)",
+            t["checkpoint"]["p50Ms"],
+            "ms",
+            "copyfile of the tracked files",
+            t["checkpointCopy"]["p50Ms"],
+        )
+        e.add("dedup ratio (bytes named / bytes stored)", t["dedupRatio"], "x")
+    rw = d.get("rewind")
+    if rw:
+        n = f"{rw['files']:,} files"
+        e.add(f"rewind dry run, {n}", rw["dryRunMs"], "ms", "copyfile of the same files", rw["copyfileMs"])
+        e.add(f"rewind, {n}", rw["rewindMs"], "ms", "copyfile of the same files", rw["copyfileMs"])
+        e.add(f"rewind, {n}", rw["rewindMs"], "ms", "copyfile + fsync per file", rw["copyfileFsyncMs"])
+        e.add(
+            f"rewind, {n}",
+            rw["rewindMs"],
+            "ms",
+            "in-process plan + undo_data + execute",
+            rw["library"]["totalMs"],
+        )
+        e.add(
+            f"undo of the rewind, {n}", rw["undoMs"], "ms", "copyfile + fsync per file", rw["copyfileFsyncMs"]
+        )
+    put = d.get("put")
+    if put:
+        rows, what = put["rows"], f"{put['mb']} MB file"
+        for key, label in (
+            ("putFile", "BlobStore.put_file"),
+            ("putFileDedup", "put_file, content already stored"),
+        ):
+            e.add(f"{label}, {what}", rows[key]["ms"], "ms", "shutil.copyfile", rows["copyfile"]["ms"])
+            e.add(f"{label}, {what}", rows[key]["ms"], "ms", "copyfile + fsync", rows["copyfileFsync"]["ms"])
+        e.add(
+            f"Workspace.apply (restore), {what}",
+            rows["apply"]["ms"],
+            "ms",
+            "copyfile + fsync",
+            rows["copyfileFsync"]["ms"],
+        )
+        e.add(
+            f"SHA-256 alone, {what}", rows["hashOnly"]["ms"], "ms", "shutil.copyfile", rows["copyfile"]["ms"]
+        )
+    return e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

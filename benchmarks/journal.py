@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The store's write path and open path, against bare ``os.write`` / ``fdatasync`` on the same disk.
 
 Sections (every ratio is against a reference measured in the same run):
@@ -18,57 +17,69 @@ Sections (every ratio is against a reference measured in the same run):
    ``append_message`` (bodies cached) vs the first ``context()`` after open vs a full
    ``load_session`` + tree + projection of the same file.
 
-Run: ``.venv/bin/python benchmarks/journal.py [--quick] [--runs N] [--json]``. Scratch files go to
+Run: ``.venv/bin/python -m benchmarks.journal [--quick] [--runs N] [--json]``. Scratch files go to
 ``benchmarks/out/journal-tmp/`` (same disk as the repo; removed at the end); the 1/10/50 MB
-sessions are the cached ones of ``benchmarks/inspect.py``. See ``benchmarks/README.md``.
+sessions are the cached ones of ``benchmarks.pi_sessions``. See ``benchmarks/README.md``.
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
-# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+from __future__ import annotations
+
+import argparse
+import gc
+import json
 import os
+import random
+import shutil
+import statistics
+import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
+from benchmarks.harness import REPO, Bench, Extract, Goal, Scratch, log, main, pct, summary
+from benchmarks.pi_sessions import ensure_session
+from sessiond.formats.pi import encode_line, load_session
+from sessiond.model import entries as E
+from sessiond.model.projection import project
+from sessiond.model.tree import SessionTree
+from sessiond.store import journal as journal_module
+from sessiond.store.journal import Durability
+from sessiond.store.session import Session
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from measure import Scratch, pct, summary  # noqa: E402
-
-from sessiond.formats.pi import encode_line, load_session  # noqa: E402
-from sessiond.model import entries as E  # noqa: E402
-from sessiond.model.projection import project  # noqa: E402
-from sessiond.model.tree import SessionTree  # noqa: E402
-from sessiond.store import journal as journal_module  # noqa: E402
-from sessiond.store.journal import Durability  # noqa: E402
-from sessiond.store.session import Session  # noqa: E402
-
-REPO = Path(_HERE).parent
-OUT_DIR = Path(_HERE) / "out"
 MB = 1 << 20
 GENERATOR_SEED = 1
 
 
-def _load_inspect() -> Any:
-    """``benchmarks/inspect.py`` (its session generator and cache), under another module name."""
-    spec = importlib.util.spec_from_file_location("_sessiond_bench_inspect", Path(_HERE) / "inspect.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+G_JOURNAL_FLAT = Goal(
+    "journal-flat",
+    3,
+    "append latency at 1 MB vs 50 MB file size must be flat",
+    "<=",
+    1.5,
+    "ratio",
+    reading="run_all reads 'flat' as: p50 on the largest file ≤ 1.5x p50 on the smallest",
+)
+G_JOURNAL_RSS = Goal(
+    "journal-rss",
+    3,
+    "memory after open well under the file size (50 MB session)",
+    "<",
+    0.5,
+    unit="MB/MB",
+    reading="'well under' as the journal benchmark judges it: < 0.5 MB of RSS per MB of file",
+)
+BENCH = Bench(
+    "journal",
+    "benchmarks.journal",
+    "the store's append and open paths",
+    "bare os.write / os.fdatasync loops on the same disk; load_session",
+    {"smoke": ("--quick",), "quick": ("--quick",), "full": ()},
+    (G_JOURNAL_FLAT, G_JOURNAL_RSS),
+    quick="1 and 10 MB sessions, fewer appends, 1 run",
+)
 
 
 # --------------------------------------------------------------------------- workload
@@ -609,18 +620,11 @@ def print_report(res: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--quick", action="store_true", help="1 and 10 MB sessions, fewer appends, 1 run")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument(
-        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
-    )
-    ap.add_argument(
-        "--out", type=Path, default=OUT_DIR, help="cache of generated sessions (default benchmarks/out)"
-    )
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.runs is None:
         args.runs = 1 if args.quick else 3
     args.runs = max(1, args.runs)
@@ -630,21 +634,14 @@ def main(argv: list[str] | None = None) -> int:
     args.concurrent_appends = 320 if args.quick else 3200
     args.context_appends = 10 if args.quick else 30
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    bench_inspect = _load_inspect()
-    files = {s: bench_inspect.ensure_session(args.out, s, GENERATOR_SEED, log)[0] for s in sizes}
+    files = {s: ensure_session(args.out, s, GENERATOR_SEED, log)[0] for s in sizes}
     scratch = Scratch(args.out / "journal-tmp")
     t0 = time.perf_counter()
     try:
-        disk = subprocess.run(
-            ["df", "--output=source,fstype", str(scratch.root)], capture_output=True, text=True, check=False
-        ).stdout.split("\n")[1:2]
         res: dict[str, Any] = {
             "runs": args.runs,
             "quick": args.quick,
-            "disk": " ".join(" ".join(disk).split()),
+            "disk": scratch.disk(),
         }
         log("1. append, one writer")
         res["single"] = bench_single(scratch, args, log)
@@ -661,15 +658,89 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
-    if args.json_out:  # for run_all.py: machine-readable results beside the human report
-        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(res, indent=1))
-    else:
-        print_report(res)
-        print(f"\n(total {res['totalSeconds']:.0f} s)")
-    return 0
+    return res
+
+
+def report(res: dict[str, Any]) -> None:
+    print_report(res)
+    print(f"\n(total {res['totalSeconds']:.0f} s)")
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Appends against bare os.write / fdatasync, open against load_session."""
+    e = Extract(notes=[f"scratch on {d.get('disk', '?')}; median of {d['runs']} run(s)"])
+    bare = {"buffered": "bare os.write", "fsync": "bare os.write + fdatasync"}
+    for r in d["single"]:
+        mode, s, ref = r["mode"], r["session"], r["reference"]
+        e.add(f"append p50, {mode}", s["p50Us"], "us", bare[mode], ref["p50Us"])
+        e.add(f"append p99, {mode}", s["p99Us"], "us", bare[mode], ref["p99Us"])
+        e.add(f"appends/s, one writer, {mode}", s["perSec"], "/s", bare[mode], ref["perSec"])
+    for r in d["concurrent"]:
+        w, s = r["writers"], r["session"]
+        e.add(
+            f"fsync appends/s, {w} writer(s)",
+            s["perSec"],
+            "/s",
+            f"{w} bare write+fdatasync thread(s)",
+            r["reference"]["perSec"],
+        )
+        e.add(
+            f"fsync appends/s, {w} writer(s)",
+            s["perSec"],
+            "/s",
+            "own fdatasync per append (no group commit)",
+            r["ownSync"]["perSec"],
+        )
+        e.add(f"appends per fdatasync, {w} writer(s)", r["appendsPerSync"], "appends")
+    for r in d["size"]:
+        mode = r["mode"]
+        small, large = f"{r['smallMB']:g} MB", f"{r['largeMB']:g} MB"
+        e.add(
+            f"append p50 at {large}, {mode}",
+            r["large"]["p50Us"],
+            "us",
+            f"append p50 at {small}",
+            r["small"]["p50Us"],
+            G_JOURNAL_FLAT,
+        )
+        e.add(
+            f"append p99 at {large}, {mode}",
+            r["large"]["p99Us"],
+            "us",
+            f"append p99 at {small}",
+            r["small"]["p99Us"],
+        )
+    largest = max(d["open"], key=lambda r: r["sizeMB"]) if d["open"] else None
+    for r in d["open"]:
+        size, s, ld = f"{r['sizeMB']:g} MB", r["session"], r["load"]
+        e.add(f"Session.open, {size}", s["openMs"], "ms", "load_session (every entry parsed)", ld["openMs"])
+        goal = G_JOURNAL_RSS if r is largest else None
+        e.add(
+            f"RSS after open per MB of file, {size}",
+            s["rssPerMB"],
+            "MB/MB",
+            "load_session",
+            ld["rssPerMB"],
+            goal,
+        )
+    c = d["context"]
+    size = f"{c['sizeMB']:g} MB"
+    e.add(
+        f"context() after one append, {size}",
+        c["afterAppendMs"],
+        "ms",
+        "first context() after open",
+        c["coldMs"],
+    )
+    e.add(
+        f"context() after one append, {size}",
+        c["afterAppendMs"],
+        "ms",
+        "load_session + tree + project",
+        c["fullLoadMs"],
+    )
+    return e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Listing a store of 1,000 Pi sessions: sessiond cold / cached / incremental vs. Pi's ``listAll()``.
 
 The store (``benchmarks/out/listing-store-...``, gitignored, reused between runs) holds
@@ -21,7 +20,7 @@ after its imports:
 Appended bytes are truncated away after each run (the store is reused), so every run sees the
 same files. The page cache is warmed before measuring ("cold" = no sessiond cache, new process).
 
-Run: ``.venv/bin/python benchmarks/listing.py [--count 1000] [--runs 3] [--quick] [--json]``.
+Run: ``.venv/bin/python -m benchmarks.listing [--count 1000] [--runs 3] [--quick] [--json]``.
 """
 
 from __future__ import annotations
@@ -37,14 +36,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pi_oracle import find_oracle
+from benchmarks.harness import REPO, Bench, Extract, find_oracle, log, main
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-OUT_DIR = HERE / "out"
+BENCH = Bench(
+    "listing",
+    "benchmarks.listing",
+    "listing a store of generated sessions",
+    "Pi's own SessionManager.listAll() (pi-oracle); sessiond's cold listing",
+    {"smoke": ("--count", "30", "--runs", "1"), "quick": ("--quick",), "full": ()},
+    takes_oracle=True,
+    quick="1 run",
+)
 GEN_VERSION = 1
 """Bump when the generator changes: the store directory is named with it."""
 APPENDS = 10
@@ -303,7 +309,9 @@ def _encode_cwd(cwd: str) -> str:
     return "--" + cwd.lstrip("/").replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
 
 
-def ensure_store(out_dir: Path, count: int, seed: int, log: Any) -> tuple[Path, dict[str, Any]]:
+def ensure_store(
+    out_dir: Path, count: int, seed: int, log: Callable[[str], None]
+) -> tuple[Path, dict[str, Any]]:
     """Generate (or reuse, repairing appended tails) the store of ``count`` sessions."""
     root = out_dir / f"listing-store-{count}-seed{seed}-g{GEN_VERSION}"
     meta_path = root / "meta.json"
@@ -359,7 +367,7 @@ def ensure_store(out_dir: Path, count: int, seed: int, log: Any) -> tuple[Path, 
 # --------------------------------------------------------------------------- running
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, check=False)
     wall = (time.perf_counter() - t0) * 1e3
@@ -381,7 +389,9 @@ ROWS = (
 )
 
 
-def measure(root: Path, meta: dict[str, Any], runs: int, pi_pkg: Path | None, log: Any) -> dict[str, Any]:
+def measure(
+    root: Path, meta: dict[str, Any], runs: int, pi_pkg: Path | None, log: Callable[[str], None]
+) -> dict[str, Any]:
     py = sys.executable
     rng = random.Random(42)
     appends = [str(root / rel) for rel in rng.sample(sorted(meta["files"]), APPENDS)]
@@ -394,7 +404,7 @@ def measure(root: Path, meta: dict[str, Any], runs: int, pi_pkg: Path | None, lo
     with tempfile.TemporaryDirectory(prefix="sessiond-listing-bench-") as tmp:
         cache_path = os.path.join(tmp, "listing.json")
         for i in range(runs):
-            mem = run([py, "-c", MEMORY_CHILD, str(root), json.dumps(appends)])
+            mem = run_child([py, "-c", MEMORY_CHILD, str(root), json.dumps(appends)])
             samples["cold"].append(
                 {"timeMs": mem["coldMs"], "sessions": mem["sessions"], "wallMs": mem["wallMs"]}
             )
@@ -410,11 +420,11 @@ def measure(root: Path, meta: dict[str, Any], runs: int, pi_pkg: Path | None, lo
             if os.path.exists(cache_path):
                 os.unlink(cache_path)
             for key, extra in (("pcold", []), ("pwarm", []), ("pincremental", appends)):
-                r = run([py, "-c", PERSIST_CHILD, str(root), cache_path, json.dumps(extra)])
+                r = run_child([py, "-c", PERSIST_CHILD, str(root), cache_path, json.dumps(extra)])
                 samples[key].append({"timeMs": r["coreMs"], **r})
             if pi_pkg and node:
                 env = {**os.environ, "PI_CODING_AGENT_DIR": str(root)}
-                r = run([node, "--input-type=module", "-e", PI_CHILD, str(pi_pkg)], env=env)
+                r = run_child([node, "--input-type=module", "-e", PI_CHILD, str(pi_pkg)], env=env)
                 samples["pi"].append({"timeMs": r["coreMs"], **r})
             done = ", ".join(f"{k} {v[-1]['timeMs']:.0f} ms" for k, v in samples.items() if v)
             log(f"  run {i + 1}/{runs}: {done}")
@@ -422,34 +432,22 @@ def measure(root: Path, meta: dict[str, Any], runs: int, pi_pkg: Path | None, lo
     return {"best": best, "runs": samples}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--count", type=int, default=1000, help="sessions in the store (default 1000)")
     ap.add_argument(
         "--runs", type=int, default=3, help="fresh-process runs per row; best is kept (default 3)"
     )
-    ap.add_argument("--quick", action="store_true", help="1 run")
     ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
-    ap.add_argument("--oracle", metavar="DIR", help="pi-oracle install dir (default: see find_oracle)")
-    ap.add_argument("--out", metavar="DIR", default=str(OUT_DIR), help="cache dir for the generated store")
-    ap.add_argument("--json", action="store_true", help="print machine-readable results (JSON)")
-    ap.add_argument(
-        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
-    )
     ap.add_argument("--generate-only", action="store_true", help="only generate the store")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any] | None:
     runs = 1 if args.quick else max(1, args.runs)
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     root, meta = ensure_store(Path(args.out), args.count, args.seed, log)
     mib = meta["bytes"] / (1 << 20)
     if args.generate_only:
         print(f"{root}  {meta['count']} sessions  {mib:.0f} MiB")
-        return 0
+        return None
     pi_pkg, pi_note = find_oracle(args.oracle)
     if pi_pkg and not shutil.which("node"):
         pi_pkg, pi_note = None, "node not found on PATH: Pi row skipped"
@@ -458,11 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     log(pi_note)
     res = measure(root, meta, runs, pi_pkg, log)
     best = res["best"]
-    pi_ms = best["pi"]["timeMs"] if "pi" in best else None
     checks = []
     if "pi" in best and best["pi"]["sessions"] != best["cold"]["sessions"]:
         checks.append(f"sessions: sessiond {best['cold']['sessions']} != Pi {best['pi']['sessions']}")
-    out = {
+    return {
         "python": sys.version.split()[0],
         "runs": runs,
         "store": str(root),
@@ -472,14 +469,16 @@ def main(argv: list[str] | None = None) -> int:
         "checks": checks,
         **res,
     }
-    if args.json_out:  # for run_all.py: machine-readable results beside the human report
-        Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(out, indent=1))
-        return 0
+
+
+def report(out: dict[str, Any]) -> None:
+    best, pi_note = out["best"], out["pi"]
+    runs = len(out["runs"]["cold"]) if isinstance(out["runs"], dict) else out["runs"]  # the runs themselves
+    pi_ms = best["pi"]["timeMs"] if "pi" in best else None
     print(
-        f"\nsessiond listing benchmark: {meta['count']} sessions, {mib:.0f} MiB in {len(CWDS)} cwd dirs; "
-        f"best of {runs} (time measured inside a fresh process, after imports); {pi_note}"
+        f"\nsessiond listing benchmark: {out['count']} sessions, {out['mib']:.0f} MiB "
+        f"in {len(CWDS)} cwd dirs; best of {runs} (time measured inside a fresh process, "
+        f"after imports); {pi_note}"
     )
     print(f"  {'method':<40} {'time ms':>9} {'/Pi':>7} {'/cold':>7}   detail")
     for key, label in ROWS:
@@ -507,10 +506,38 @@ def main(argv: list[str] | None = None) -> int:
                 f"cache file {d['cacheFileBytes'] / 1024:.0f} KiB"
             )
         print(f"  {label:<40} {t:>9.1f} {over_pi:>7} {over_cold:>7}   {detail}")
-    for c in checks:
+    for c in out["checks"]:
         print(f"  MISMATCH {c}")
-    return 0
+
+
+LISTING_LABELS = {
+    "cold": "cold listing (no cache)",
+    "warm": "warm listing (in-memory cache)",
+    "incremental": "in-memory cache, 10 sessions appended",
+    "pcold": "persisted cache: cold + save",
+    "pwarm": "persisted cache: fresh process",
+    "pincremental": "persisted cache, 10 sessions appended",
+}
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Cold listings against Pi's listAll, cached listings against the cold one."""
+    best = d["best"]
+    runs = len(d["runs"]["cold"]) if isinstance(d.get("runs"), dict) else "?"
+    e = Extract(notes=[d["pi"], f"{d['count']:,} sessions, {d['mib']:.0f} MiB, best of {runs} run(s)"])
+    pi = best.get("pi")
+    cold = best["cold"]["timeMs"]
+    for key, label in LISTING_LABELS.items():
+        if key not in best:
+            continue
+        t = best[key]["timeMs"]
+        if key in ("cold", "pcold", "pwarm") and pi:
+            e.add(label, t, "ms", "Pi SessionManager.listAll()", pi["timeMs"])
+        if key != "cold":
+            e.add(label, t, "ms", "sessiond cold listing", cold)
+    e.mismatches += list(d.get("checks", []))
+    return e
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Times Pi's own load + context on one session file, in this (fresh) process.
-// Used by benchmarks/inspect.py; one `node` process per measured run.
+// Used by benchmarks/inspect_bench.py; one `node` process per measured run.
 //
 // Usage: node benchmarks/pi_load.mjs PI_PACKAGE_DIR FILE.jsonl
 //   PI_PACKAGE_DIR = .../node_modules/@earendil-works/pi-coding-agent (from a pi-oracle install)
 //
-// Like pi-oracle's harness.mjs it deep-imports dist/core/session-manager.js by file URL,
+// Like tests/oracle/harness.mjs it deep-imports dist/core/session-manager.js by file URL,
 // points PI_CODING_AGENT_DIR at a throw-away dir and sets PI_OFFLINE=1. The file is copied
 // into a temp dir first (outside the timed part) because SessionManager.open() may repair it.
 // Timed ("core"): SessionManager.open(copy, dir) + manager.buildSessionContext().

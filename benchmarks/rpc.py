@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The daemon's append path over JSON-RPC, against the in-process ``Session.append_message``.
 
 Sections (every ratio is against a reference measured in the same run, on the same disk):
@@ -30,43 +29,47 @@ Every row also reports the CPU the rest of the machine used meanwhile (``other``
 Goals (issue): buffered append p99 under 2 ms with 8 clients, and at least 5,000 appends/s in
 aggregate (judged on the same 8-client buffered row). Printed as ``MET`` / ``NOT MET``.
 
-Run: ``.venv/bin/python benchmarks/rpc.py [--quick] [--runs N] [--appends N] [--prefill N]
+Run: ``.venv/bin/python -m benchmarks.rpc [--quick] [--runs N] [--appends N] [--prefill N]
 [--framing ndjson] [--client raw] [--profile] [--json]``. Scratch stores go to
 ``benchmarks/out/rpc-tmp/`` (same disk as the repo; removed at the end). See
 ``benchmarks/README.md``.
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path
-# so that stdlib imports (dataclasses -> inspect, ...) get the real module.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import json
+import math
 import os
+import random
+import select
+import shutil
+import socket
+import statistics
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)  # last: stdlib modules win, sibling modules are still found
+from benchmarks.harness import (
+    CLK_TCK,
+    REPO,
+    Bench,
+    Daemon,
+    Extract,
+    Goal,
+    Scratch,
+    log,
+    main,
+    module_command,
+    summary,
+)
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import select  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import socket  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-from measure import Scratch, summary  # noqa: E402
-
-REPO = Path(_HERE).parent
-OUT_DIR = Path(_HERE) / "out"
-SCRIPT = Path(__file__).resolve()
 CWD = "/bench/rpc"
 
 GOAL_P99_MS = 2.0
@@ -370,7 +373,9 @@ async def asyncio_client_child(cfg: dict[str, Any]) -> dict[str, Any]:
         await client.close()
 
 
-def child_main(kind: str, cfg: dict[str, Any]) -> int:
+def child(argv: list[str]) -> int:
+    """A process of this benchmark: ``_client CFG`` (a writer or the subscriber) or ``_floor CFG``."""
+    kind, cfg = argv[0], json.loads(argv[1])
     if kind == "_floor":
         result = floor_child(cfg)
     elif cfg["client"] == "raw":
@@ -385,72 +390,12 @@ def child_main(kind: str, cfg: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------- the daemon
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
 def _system_busy() -> tuple[float, float]:
     """Busy and steal CPU seconds of the whole machine (all CPUs), from ``/proc/stat``."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    return (user + nice + system + irq + softirq + steal) / _TICK, steal / _TICK
-
-
-def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (every thread), from ``/proc/<pid>/stat``."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-class DaemonProc:
-    """``python -m sessiond serve`` on a fresh store (optionally under cProfile)."""
-
-    def __init__(self, base: Path, mode: str, profile: Path | None = None) -> None:
-        self.store = base / "store"
-        self.store.mkdir()
-        self.socket = base / "run" / "sessiond.sock"
-        self.log = base / "daemon.log"
-        self.profile = profile
-        config = base / "config.toml"
-        config.write_text(f'durability = "{mode}"\n')
-        env = {**os.environ, "SESSIOND_HOME": str(self.store), "SESSIOND_CONFIG": str(config)}
-        prefix = [sys.executable]
-        if profile is not None:
-            prefix += ["-m", "cProfile", "-o", str(profile)]
-        args = [*prefix, "-m", "sessiond", "serve", "--socket", str(self.socket), "--log-level", "warning"]
-        with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=out, env=env, cwd=REPO)
-        deadline = time.monotonic() + 30
-        while not self.socket.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the daemon exited with {self.process.returncode}:\n{self.log_text()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the daemon did not start:\n{self.log_text()}")
-            time.sleep(0.01)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def cpu(self) -> float:
-        return _cpu_seconds(self.pid)
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def stop(self) -> int:
-        """SIGTERM (what must flush everything and, under cProfile, write the profile)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                return self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-                raise RuntimeError(f"the daemon did not stop on SIGTERM:\n{self.log_text()}") from None
-        return self.process.returncode
+    return (user + nice + system + irq + softirq + steal) / CLK_TCK, steal / CLK_TCK
 
 
 # --------------------------------------------------------------------------- one case
@@ -458,10 +403,7 @@ class DaemonProc:
 
 async def _spawn(kind: str, cfg: dict[str, Any], log_file: Any) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(SCRIPT),
-        kind,
-        json.dumps(cfg),
+        *module_command(BENCH.module, kind, json.dumps(cfg)),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=log_file,
@@ -503,7 +445,7 @@ async def run_case(
     from sessiond_client import Client  # noqa: PLC0415
 
     base = scratch.new_dir(f"{method}-{mode}-{writers}{'-sub' if subscriber else ''}")
-    daemon = DaemonProc(base, mode, profile)
+    daemon = Daemon(base, f'durability = "{mode}"\n', profile=profile).start()
     log_path = base / "clients.log"
     procs: list[asyncio.subprocess.Process] = []
     sub_proc: asyncio.subprocess.Process | None = None
@@ -622,7 +564,7 @@ def run_floor(scratch: Scratch, args: argparse.Namespace, mode: str, prefill: in
 
     ru0, (busy0, _), w0 = resource.getrusage(resource.RUSAGE_CHILDREN), _system_busy(), time.monotonic()
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "_floor", json.dumps(cfg)],
+        module_command(BENCH.module, "_floor", json.dumps(cfg)),
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -1004,13 +946,7 @@ def print_report(res: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("_client", "_floor"):
-        return child_main(argv[0], json.loads(argv[1]))
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--quick", action="store_true", help="1 run per case, fewer appends, a smaller prefill")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=None, help="runs per case (default 3; quick 1)")
     ap.add_argument(
         "--appends", type=int, default=None, help="timed appends per buffered case (default 6000; quick 1500)"
@@ -1043,12 +979,9 @@ def main(argv: list[str] | None = None) -> int:
         help="with --profile: profile the run with a subscriber (section 4, 8 writers) instead",
     )
     ap.add_argument("--profile-top", type=int, default=25, help="functions listed per profile table")
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument(
-        "--json-out", metavar="PATH", help="also write the JSON results to PATH (report printed as usual)"
-    )
-    ap.add_argument("--out", type=Path, default=OUT_DIR, help="scratch parent dir (default benchmarks/out)")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.runs is None:
         args.runs = 1 if args.quick else 3
     args.runs = max(1, args.runs)
@@ -1060,15 +993,9 @@ def main(argv: list[str] | None = None) -> int:
         args.prefill = 3000 if args.quick else 10_000
     args.long_appends = max(GOAL_CLIENTS, args.buffered_appends // 3)
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     scratch = Scratch(args.out / "rpc-tmp")
     t_start = time.perf_counter()
     try:
-        disk = subprocess.run(
-            ["df", "--output=source,fstype", str(scratch.root)], capture_output=True, text=True, check=False
-        ).stdout.split("\n")[1:2]
         res: dict[str, Any] = {
             "runs": args.runs,
             "bufferedAppends": args.buffered_appends,
@@ -1080,7 +1007,7 @@ def main(argv: list[str] | None = None) -> int:
             "framing": args.framing,
             "client": args.client,
             "cpus": os.cpu_count(),
-            "disk": " ".join(" ".join(disk).split()),
+            "disk": scratch.disk(),
             "messageBytes": message_bytes(),
             "loadavgStart": os.getloadavg()[0],
         }
@@ -1155,15 +1082,117 @@ def main(argv: list[str] | None = None) -> int:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t_start
     res["loadavgEnd"] = os.getloadavg()[0]
-    if args.json_out:  # for run_all.py: machine-readable results beside the human report
-        Path(args.json_out).write_text(json.dumps(res, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(res, indent=1))
-    else:
-        print_report(res)
-        print(f"\n(total {res['totalSeconds']:.0f} s)")
-    return 0
+    return res
+
+
+def report(res: dict[str, Any]) -> None:
+    print_report(res)
+    print(f"\n(total {res['totalSeconds']:.0f} s)")
+
+
+G_RPC_P99 = Goal("rpc-p99", 4, "buffered append p99 under 2 ms with 8 clients", "<", GOAL_P99_MS, unit="ms")
+G_RPC_THROUGHPUT = Goal(
+    "rpc-throughput", 4, "aggregate at least 5,000 appends/s (8 clients)", ">=", GOAL_PER_SEC, unit="/s"
+)
+BENCH = Bench(
+    "rpc",
+    "benchmarks.rpc",
+    "session/append through the daemon (JSON-RPC over a Unix socket)",
+    "the in-process Session.append_message",
+    {
+        "smoke": (
+            "--runs",
+            "1",
+            "--appends",
+            "100",
+            "--fsync-appends",
+            "20",
+            "--prefill",
+            "0",
+            "--clients",
+            "1",
+            "--no-noop",
+        ),
+        "quick": ("--quick",),
+        "full": (),
+    },
+    (G_RPC_P99, G_RPC_THROUGHPUT),
+    quick="1 run per case, fewer appends, a smaller prefill",
+)
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """Round trips through the daemon against the in-process append (the floor)."""
+    e = Extract(
+        notes=[
+            f"{d['client']} client, {d['framing']} framing, median of {d['runs']} run(s); "
+            f"load average {d.get('loadavgStart', math.nan):.2f} at start, "
+            f"{d.get('loadavgEnd', math.nan):.2f} at end",
+        ]
+    )
+    floor = {r["mode"]: r for r in d["floor"]}
+    ref = "in-process Session.append_message"
+    for r in d["append"]:
+        mode, n, f = r["mode"], r["clients"], floor.get(r["mode"], {})
+        goal_row = mode == "buffered" and n == 8
+        e.add(f"round trip p50, {n} client(s), {mode}", r["p50Us"] / 1e3, "ms", ref, _in_ms(f.get("p50Us")))
+        e.add(
+            f"round trip p99, {n} client(s), {mode}",
+            r["p99Us"] / 1e3,
+            "ms",
+            ref,
+            _in_ms(f.get("p99Us")),
+            G_RPC_P99 if goal_row else None,
+        )
+        e.add(
+            f"appends/s, {n} client(s), {mode}",
+            r["perSec"],
+            "/s",
+            f"{ref} (one thread)",
+            f.get("perSec"),
+            G_RPC_THROUGHPUT if goal_row else None,
+        )
+        e.add(f"daemon CPU per append, {n} client(s), {mode}", r["daemonCpuUsPerReq"], "us")
+    long_floor = d.get("longFloor")
+    for r in d.get("long", []):
+        e.add(
+            f"round trip p50 on a {r['prefill']:,}-entry session, {r['clients']} client(s)",
+            r["p50Us"] / 1e3,
+            "ms",
+            f"{ref}, same session",
+            _in_ms(long_floor["p50Us"]) if long_floor else None,
+        )
+    cpu = {(r["mode"], r["clients"]): r["daemonCpuUsPerReq"] for r in d["append"]}
+    for r in d.get("noop", []):
+        e.add(
+            f"no-op request daemon CPU, {r['clients']} client(s)",
+            r["daemonCpuUsPerReq"],
+            "us",
+            "daemon CPU per buffered append",
+            cpu.get(("buffered", r["clients"])),
+        )
+    for r in d.get("notify", []):
+        e.add(
+            f"append → entries_appended p50, {r['clients']} writer(s)",
+            r["notifyP50Us"] / 1e3,
+            "ms",
+            "the writer's own round trip p50",
+            r["p50Us"] / 1e3,
+        )
+    other = [
+        r.get("otherCpuPct", 0.0) for k in ("floor", "append", "long", "noop", "notify") for r in d.get(k, [])
+    ]
+    if other:
+        e.notes.append(f"CPU used by other processes during the rows: up to {max(other):.0f}% of a core")
+    if not any(r["mode"] == "buffered" and r["clients"] == 8 for r in d["append"]):
+        for g in (G_RPC_P99, G_RPC_THROUGHPUT):
+            e.unmeasured[g.key] = "no 8-client buffered row in this mode"
+    return e
+
+
+def _in_ms(us: float | None) -> float | None:
+    return None if us is None else us / 1e3
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.modules[__name__]))

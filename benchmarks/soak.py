@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Load and soak: the real daemon under 32 clients for minutes, checked for lost entries and leaks.
 
 What runs (all against one ``python -m sessiond serve`` on a fresh store, see ``docs/soak.md``):
@@ -43,38 +42,34 @@ order; the external writer's entries are all visible; no unexpected RPC error or
 (the median of the last window at most ``--rss-growth`` (default 15%) + ``--rss-slack`` (default
 16 MiB) above the median of the second window, the first after warm-up).
 
-Run: ``.venv/bin/python benchmarks/soak.py [--duration 600] [--clients 32] [--procs 4] [--json]``.
+Run: ``.venv/bin/python -m benchmarks.soak [--duration 600] [--clients 32] [--procs 4] [--json]``.
 """
 
-# The sibling ``inspect.py`` is named like the stdlib module: keep this directory off sys.path.
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
 import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-sys.path.append(_HERE)
+from benchmarks.harness import OUT_DIR, REPO, Daemon, module_command, monotonic, pct
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections import Counter, defaultdict  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-REPO = Path(_HERE).parent
-SCRIPT = Path(__file__).resolve()
-OUT_DIR = Path(_HERE) / "out"
+MODULE = "benchmarks.soak"
 CWD_PREFIX = "/soak/group"
 PI_CWD = "/soak/pi"
 PI_SESSION_ID = "soak-pi-external"
@@ -89,19 +84,6 @@ COMPACTION_RUNNING = -32023
 REQUEST_TIMEOUT_S = 60.0
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def monotonic() -> float:
-    """CLOCK_MONOTONIC: one clock for every process of the run (start time, windows)."""
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
-
-
-def pct(samples: list[float], q: float) -> float:
-    """Nearest-rank quantile; NaN for no samples."""
-    if not samples:
-        return float("nan")
-    s = sorted(samples)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def usage_block(total: int) -> dict[str, Any]:
@@ -672,33 +654,16 @@ def write_pi_session(root: Path) -> tuple[Path, str]:
 
 
 def start_daemon(tmp: Path, config: str) -> tuple[subprocess.Popen[bytes], Path, Path, dict[str, str]]:
-    store = tmp / "store"
-    store.mkdir()
-    sock = tmp / "run" / "sessiond.sock"
-    log = tmp / "daemon.log"
-    (tmp / "config.toml").write_text(config)
-    env = {
-        **os.environ,
-        "SESSIOND_HOME": str(store),
-        "SESSIOND_CONFIG": str(tmp / "config.toml"),
-        "CLAUDE_CONFIG_DIR": str(tmp / "claude"),
-        "PI_CODING_AGENT_DIR": str(tmp / "pi"),
-        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "clients" / "python")]),
-    }
+    """The daemon on ``tmp`` (harness layout), and the environment its clients run with."""
+    path = os.pathsep.join([str(REPO), str(REPO / "clients" / "python")])
     # Diagnostics only (e.g. a sitecustomize that runs tracemalloc): SOAK_DAEMON_PYTHONPATH
     # is put in front of the daemon's PYTHONPATH; the clients never see it.
     extra = os.environ.get("SOAK_DAEMON_PYTHONPATH")
-    daemon_env = {**env, "PYTHONPATH": os.pathsep.join([extra, env["PYTHONPATH"]])} if extra else env
-    args = [sys.executable, "-m", "sessiond", "serve", "--socket", str(sock)]
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=out, env=daemon_env, cwd=REPO)
-    deadline = monotonic() + 30
-    while not sock.exists():
-        if proc.poll() is not None or monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"the daemon did not start:\n{log.read_text(errors='replace')}")
-        time.sleep(0.02)
-    return proc, sock, log, env
+    daemon = Daemon(
+        tmp, config, env={"PYTHONPATH": os.pathsep.join([extra, path]) if extra else path}, log_level="info"
+    ).start()
+    assert daemon.process is not None
+    return daemon.process, daemon.socket, daemon.log, {**daemon.env, "PYTHONPATH": path}
 
 
 def stop_daemon(proc: subprocess.Popen[bytes]) -> tuple[int | None, float]:
@@ -974,7 +939,7 @@ def rss_verdict(
 
 def spawn(args: list[str], env: dict[str, str], payload: dict[str, Any]) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
+        module_command(MODULE, *args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -995,7 +960,7 @@ def expect_line(proc: subprocess.Popen[str], word: str, timeout: float) -> None:
     t.start()
     t.join(timeout)
     if not result or result[0].strip() != word:
-        raise RuntimeError(f"child {proc.args[2:3]} said {result[:1]!r}, expected {word!r}")
+        raise RuntimeError(f"child {proc.args[3:4]} said {result[:1]!r}, expected {word!r}")
 
 
 def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
@@ -1347,4 +1312,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

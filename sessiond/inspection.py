@@ -1,8 +1,8 @@
 """``sessiond inspect``: everything sessiond derives from a session file, as one JSON object.
 
-The keys and their meanings are those of ``pi-oracle`` (``shared/tools/pi-oracle/harness.mjs``),
-which prints what Pi's own code derives from the same file; so the two outputs can be
-compared directly, and a difference is a compatibility bug. sessiond adds ``format``,
+The keys and their meanings are those of the Pi oracle (``tests/oracle/harness.mjs``, listed
+in ``tests/oracle/README.md``), which prints what Pi's own code derives from the same file; so
+the two outputs can be compared directly, and a difference is a compatibility bug. sessiond adds ``format``,
 ``estimator`` and ``diagnostics`` (what was skipped, orphans, cycles, duplicate ids).
 
 A Claude Code transcript is recognised by its first record and described with the same keys

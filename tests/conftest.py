@@ -2,7 +2,7 @@
 
 anyio's pytest plugin runs async tests; the backend is pinned to asyncio because pygls (the
 daemon's JSON-RPC layer) is asyncio-only, and an installed trio would otherwise double every
-async test (tech-notes B.4).
+async test (docs/design-notes.md §3).
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("SESSIOND_SHARED", REPO.parent / "shared"))
-PI_FIXTURES = SHARED / "fixtures" / "pi"
+FIXTURES = REPO / "tests" / "fixtures"
+"""Real session files, copied into the repository (``tests/fixtures/README.md``): the only place
+tests read fixtures from, so that a clone passes its tests with nothing beside it."""
+PI_FIXTURES = FIXTURES / "pi"
+CLAUDE_FIXTURES = FIXTURES / "claude-code"
 GOLDEN = REPO / "tests" / "golden"
 
 

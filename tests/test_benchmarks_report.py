@@ -1,6 +1,6 @@
-"""benchmarks/run_all.py: the report it writes, and that docs/benchmarks.md is its untouched output.
+"""benchmarks.run_all: the report it writes, and that docs/benchmarks.md is its untouched output.
 
-One real run of every benchmark script in ``--smoke`` mode (minimal sizes) except ``rpc``, whose
+One real run of every benchmark module in ``--smoke`` mode (minimal sizes) except ``rpc``, whose
 smallest run still starts five daemons and dozens of client processes (~15 s on a loaded 2-core
 machine); rpc's section is checked in the committed report instead. No timing is asserted: the
 numbers are noise at these sizes, only their presence and shape are.
@@ -9,32 +9,21 @@ numbers are noise at these sizes, only their presence and shape are.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from benchmarks import run_all
+
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "benchmarks" / "run_all.py"
+RUN_ALL = (sys.executable, "-m", "benchmarks.run_all")
 DOC = REPO / "docs" / "benchmarks.md"
 SMOKE_SKIP = {"rpc"}
-
-
-def _load_run_all() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run_all", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-run_all = _load_run_all()
 NAMES = [b.name for b in run_all.BENCHMARKS]
 
 
@@ -126,7 +115,8 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ran = [n for n in NAMES if n not in SMOKE_SKIP]
     proc = subprocess.run(
         [
-            *(sys.executable, str(SCRIPT), "--smoke", "--only", ",".join(ran)),
+            *RUN_ALL,
+            *("--smoke", "--only", ",".join(ran)),
             *("--output", str(out), "--work", str(work), "--scratch", str(tmp / "scratch")),
         ],
         cwd=REPO,
@@ -156,7 +146,7 @@ def _rerender(smoke: dict[str, Any], state: dict[str, Any], name: str) -> tuple[
     out = smoke["tmp"] / f"{name}.md"
     path.write_text(json.dumps(state))
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--from-results", str(path), "--output", str(out)],
+        [*RUN_ALL, "--from-results", str(path), "--output", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 
 
 def test_the_agent_loop_example(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ would: the block marked ``terminal-1`` (``scripts/run``) stays running in the ba
 first terminal does, every other block runs to completion in a shell. ``console`` blocks are
 output and placeholders, not commands. The environment is a fresh home directory — so the
 default store (``~/.local/share/sessiond``), Pi's and Claude Code's directories are the ones a new
-user has — with one real Claude Code transcript from the shared fixtures in ``~/.claude`` so the
+user has — with one real Claude Code transcript from ``tests/fixtures`` in ``~/.claude`` so the
 "sessions of other agents" step has something to show.
 
 Beyond exit codes, the outputs are checked for what the page says they show.
@@ -19,15 +19,15 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import CLAUDE_FIXTURES, REPO
+from tests.harness.daemon import wait_until_ready
+
 PAGE = REPO / "docs" / "quickstart.md"
-FIXTURES = REPO.parent / "shared" / "fixtures" / "claude-code"
-CLAUDE_FIXTURE = FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
+CLAUDE_FIXTURE = CLAUDE_FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 
 BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -53,8 +53,7 @@ def newcomer(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     project = home / ".claude" / "projects" / "-work-demo"
     project.mkdir(parents=True)
-    if CLAUDE_FIXTURE.exists():
-        shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
+    shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -62,18 +61,6 @@ def newcomer(tmp_path: Path) -> dict[str, str]:
     }
     env.update(HOME=str(home), NO_COLOR="1", PYTHONUNBUFFERED="1")
     return env
-
-
-def _wait_for_socket(store: Path, daemon: subprocess.Popen[bytes], log: Path) -> None:
-    socket = store / "run" / "sessiond.sock"
-    deadline = time.monotonic() + 180  # the first scripts/run may pip-install
-    while time.monotonic() < deadline:
-        if socket.exists():
-            return
-        if daemon.poll() is not None:
-            pytest.fail(f"scripts/run exited with {daemon.returncode}:\n{log.read_text()}")
-        time.sleep(0.1)
-    pytest.fail(f"the daemon never listened:\n{log.read_text()}")
 
 
 def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
@@ -95,7 +82,8 @@ def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
                     )
-                _wait_for_socket(store, daemon, log)
+                # the first scripts/run may pip-install before the daemon starts
+                wait_until_ready(store / "run" / "sessiond.sock", daemon, log, timeout=180)
                 continue
             done = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", script],

@@ -1,4 +1,4 @@
-"""The seed's worked example (seeds/000, U1 … C1), step by step, through the four views.
+"""The design's worked example (U1 … C1, ``tests/fixtures/design``), step by step, in four views.
 
     file entries (the ledger) + leaf -> branch (root..leaf) -> context (what the model sees)
 

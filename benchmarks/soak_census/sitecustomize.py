@@ -2,7 +2,7 @@
 
 Put this directory on the daemon's path only, with ``SOAK_DAEMON_PYTHONPATH``::
 
-    SOAK_DAEMON_PYTHONPATH=benchmarks/soak_census .venv/bin/python benchmarks/soak.py --duration 300
+    SOAK_DAEMON_PYTHONPATH=benchmarks/soak_census .venv/bin/python -m benchmarks.soak --duration 300
 
 Every ``SOAK_CENSUS_INTERVAL`` seconds (default 45) a thread counts the objects the garbage
 collector tracks, by type name, and appends the RSS, the total, the 15 types that grew most

@@ -1,7 +1,7 @@
 """Compaction, the pure part: where to cut, what to summarise, how to serialise it.
 
 No I/O and no model calls here: the daemon decides *when* to compact and who summarises;
-these functions decide *what*, with Pi's exact rules (pi-format §5.3-§5.5).
+these functions decide *what*, with Pi's exact rules (docs/pi-format.md §7).
 """
 
 from .cut_points import CutPoint, find_cut_point, find_projected_cut_point

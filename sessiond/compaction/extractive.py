@@ -1,6 +1,6 @@
 """The built-in extractive summarizer: a checkpoint built from the messages themselves.
 
-No model is involved. :func:`extract_summary` fills Pi's checkpoint headings (pi-format §5.5)
+No model is involved. :func:`extract_summary` fills Pi's checkpoint headings (docs/pi-format.md §7.4)
 with lines taken from the data: the user's requests and stated requirements, the files the
 tools modified and read, the commands that ran, the errors of failed tool results and bash
 executions, the assistant's final answers, its decisions and its stated intentions. The

@@ -1,7 +1,7 @@
 """Did a model call fail because the context did not fit? (Pi's ``isContextOverflow``)
 
 Providers say it in a dozen ways. The patterns below are the ones Pi 1.6.0 recognises
-(pi-format §6.3), so sessiond recovers from exactly the failures Pi recovers from; rate
+(docs/pi-format.md §8.2), so sessiond recovers from exactly the failures Pi recovers from; rate
 limits and throttling are excluded first because some of them mention "too many tokens".
 """
 

@@ -6,7 +6,7 @@ overflow compaction (the request failed, or was silently cut, because the contex
 fit) — with a retry when the failed attempt is taken out of the context first; or the end
 of recovery (a second overflow inside one recovery window). The state that spans messages
 — "one compact-and-retry already attempted" — is the caller's, reset by
-:func:`resets_recovery` (pi-format §6.2).
+:func:`resets_recovery` (docs/pi-format.md §8.1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """From a preparation to summary requests, and from summaries to the checkpoint text.
 
-The pieces around the model call in Pi's ``compact()`` (pi-format §5.5): which requests to
+The pieces around the model call in Pi's ``compact()`` (docs/pi-format.md §7.4): which requests to
 make (a history summary; with a split turn also a summary of the turn's beginning), when a
 summarizer's answer must be refused (an error, a ``length`` stop — the text is cut off —, a
 tool call, nothing at all), and how the answers become the stored summary (history, the

@@ -1,4 +1,4 @@
-"""Claude Code's file history as sessiond snapshots (format notes §9).
+"""Claude Code's file history as sessiond snapshots (docs/file-history.md, Claude Code sessions).
 
 Claude Code backs a file up before its tools first edit it in a turn, into
 ``<file-history>/<sessionId>/<sha256(absolute path)[:16]>@v<N>`` (``copyFile``: content and

@@ -1,8 +1,8 @@
 """Claude Code transcripts (``~/.claude/projects/<dir>/<sessionId>.jsonl``): a read-only reader.
 
-Claude Code's record format is undocumented; what this module does follows the format notes
-(``shared/design/claude-code-format.md``, §7, §8, §12 and the corrections of §15) and is checked
-against real transcripts from 1.0.98 to 2.1.114. The goal is to rebuild what
+Claude Code's record format is undocumented; what this module does follows the rules stated in
+``docs/claude-code.md`` and is checked against real transcripts from 1.0.98 to 2.1.114
+(``tests/fixtures/claude-code``). The goal is to rebuild what
 ``claude --resume <file>`` rebuilds, and to map it onto sessiond's Pi-shaped model:
 
 * :func:`load_transcript` / :func:`parse_transcript` read every line tolerantly (blank, torn and
@@ -87,7 +87,7 @@ METADATA_TYPES: Final = frozenset(
         "saved_hook_context",
     }
 )
-"""Non-chain record types seen in real files or named by parsers (format notes §3)."""
+"""Non-chain record types seen in real files or named by parsers (docs/claude-code.md, Loading)."""
 
 COMPACT_BOUNDARY: Final = "compact_boundary"
 SNIP_BOUNDARY: Final = "snip_boundary"
@@ -169,7 +169,7 @@ class ClaudeLoadDiagnostics:
 
 @dataclass(slots=True)
 class Titles:
-    """Session titles as the file records them (format notes §10)."""
+    """Session titles as the file records them (docs/claude-code.md, Titles and listing)."""
 
     custom_title: str | None = None
     """The last ``custom-title`` (``/rename``, SDK); an empty one clears it."""
@@ -665,7 +665,7 @@ def _apply_preserved_segment(
     preserved: set[str],
     zero_usage: set[str],
 ) -> dict[str, Any] | None:
-    """Claude Code's in-memory compaction relinks (format notes §8), applied to ``parent``.
+    """Claude Code's in-memory compaction relinks (docs/claude-code.md, The graph), applied to ``parent``.
 
     Only the last boundary carrying ``compactMetadata.preservedSegment`` counts, and only while
     it is the last boundary of all (a later plain boundary compacted the segment away). The
@@ -784,7 +784,7 @@ class Reconstruction:
 
 
 def reconstruct(t: ClaudeTranscript, *, leaf: str | None = None, rule: str = "resume-file") -> Reconstruction:
-    """Rebuild the conversation from a leaf, as ``claude --resume`` does (format notes §7, §15).
+    """Rebuild the conversation from a leaf, as ``claude --resume`` does (docs/claude-code.md).
 
     ``leaf`` (any chain uuid; a progress uuid stands for its bridged ancestor) overrides the
     rule; :class:`~sessiond.errors.EntryNotFoundError` when it is not in the file. ``rule`` is
@@ -958,7 +958,7 @@ def _missing_parent(t: ClaudeTranscript, g: _Graph, child: str, parent: str) -> 
 
 
 def _recover_orphans(t: ClaudeTranscript, g: _Graph, chain: list[str]) -> tuple[list[str], int]:
-    """Put back the parallel tool-call pieces and results a parent walk skips (§7.3).
+    """Put back the parallel tool-call pieces and results a parent walk skips (docs/claude-code.md).
 
     For every ``message.id`` with a piece on the chain: its pieces that are not on the chain,
     then the tool-result entries whose parent is any of its pieces and that are not on the
@@ -1020,7 +1020,8 @@ def _recover_orphans(t: ClaudeTranscript, g: _Graph, chain: list[str]) -> tuple[
 
 
 def _unpaired(g: _Graph, chain: list[str]) -> int:
-    """tool_use ids on ``chain`` without a tool_result on ``chain`` (the §12.1 measure)."""
+    """tool_use ids on ``chain`` without a tool_result on ``chain`` (the "unpaired" measure of
+    docs/claude-code.md's table of results)."""
     uses: dict[str, None] = {}
     results: set[str] = set()
     for u in chain:

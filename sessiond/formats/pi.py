@@ -1,6 +1,6 @@
 """Pi's session file format (v1-v3): reading, migrating and encoding lines.
 
-Reading follows Pi 1.6.0's loader (pi-format §3.4) so the same file yields the same entries:
+Reading follows Pi 1.6.0's loader (docs/pi-format.md §3.1) so the same file yields the same entries:
 split on ``\\n`` only, skip blank and unparsable lines *anywhere*, require the first parsed
 line to be a session header with a string id (junk before it is tolerated, however long).
 Unlike Pi, what was skipped is counted and reported, and reading never writes: the torn-tail

@@ -7,7 +7,7 @@ and type what each entry type carries; readers use the accessors, which never ra
 malformed lines that real files contain.
 
 Constructors build new entries with exactly the keys, in exactly the order, that Pi 1.6.0
-writes (pi-format §1.4), so a line sessiond appends is the line Pi would have appended.
+writes (docs/pi-format.md §1.3), so a line sessiond appends is the line Pi would have appended.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Projection: from the selected branch to the context a model sees.
 
 ``branch -> context entries -> projected entries -> messages``, exactly as Pi 1.6.0 builds it
-(pi-format §4):
+(docs/pi-format.md §5):
 
 * settings (thinking level, model) come from the *whole* path, compaction does not cut them;
 * the latest compaction on the path comes first, then the kept range that starts at its

@@ -1,7 +1,7 @@
 """Token estimates: how full the context is, behind one interface with two estimators.
 
 The number that matters is the provider's: the last valid assistant ``usage`` on the
-projected context is the anchor, and only messages after it are estimated (pi-format §5.2).
+projected context is the anchor, and only messages after it are estimated (docs/pi-format.md §6).
 What estimates those messages is pluggable:
 
 * ``pi`` — Pi's ``chars / 4`` heuristic (UTF-16 units, 4800 chars per image), reproduced

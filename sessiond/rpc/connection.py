@@ -11,7 +11,8 @@ memory; it is disconnected), and written in the client's framing.
 
 A connection ends when the client closes its side, sends ``exit`` or sends bytes that cannot be
 read as messages: the requests it sent before are answered first (``printf '...' | sessiond
-connect`` writes everything at once), within ``HALF_CLOSE_GRACE``.
+connect`` writes everything at once), within ``HALF_CLOSE_GRACE``. Why pygls is used one
+protocol object per connection: docs/design-notes.md §1.
 """
 
 from __future__ import annotations

@@ -536,7 +536,7 @@ class Compactor:
 
     def after_append(self, host: SessionHost, entry_ids: list[str]) -> None:
         """Pi's checks after a client appended entries: recovery resets, micro-compaction,
-        overflow recovery and the threshold (pi-format §6.2)."""
+        overflow recovery and the threshold (docs/pi-format.md §8.1)."""
         session = host.session
         messages: list[tuple[Any, Any]] = []
         for entry_id in entry_ids:

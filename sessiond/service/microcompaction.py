@@ -2,7 +2,8 @@
 
 Automatic micro-compaction (off by default: it rewrites the context's middle, which costs a
 prompt-cache miss once) runs after a client's append, on two triggers counted in tool
-results, not tokens (seed 001 §2): enough compactable tool results still have their content
+results and minutes, not tokens, as Claude Code's own micro-compaction counts them
+(docs/compaction.md): enough compactable tool results still have their content
 (``triggerCount``), or a user message arrives after an idle gap (``gapMinutes``: the cache
 has gone cold anyway, so rewriting the prefix costs nothing extra).
 """

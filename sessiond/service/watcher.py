@@ -1,6 +1,6 @@
 """Notice other programs' changes to session files: appends, rewrites, replacements, deletions.
 
-The rules (ARCHITECTURE.md §5, tech-notes B.2):
+The rules (docs/design-notes.md §2):
 
 * **Directories are watched, not files.** An atomic replace (write a temp file, ``os.replace``)
   gives the target a new inode; a watch on the file itself would follow the old inode and
@@ -67,7 +67,7 @@ POLL_ENV = "SESSIOND_WATCH_POLL"
 """Set to ``1`` to use the polling fallback instead of inotify."""
 DEFAULT_POLL_INTERVAL = 0.25
 RUST_TIMEOUT_MS = 1000
-"""How long one inotify wait lasts without events (tech-notes B.2)."""
+"""How long one inotify wait lasts without events (docs/design-notes.md §2)."""
 DIR_CHECK_INTERVAL = 1.0
 """How often the watched directories are checked for appearing, vanishing or being replaced."""
 SCAN_CHUNK = 512

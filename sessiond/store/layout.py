@@ -5,7 +5,7 @@ The store mirrors Pi's agent directory so a store can be opened by Pi and vice v
     <root>/sessions/--<encoded cwd>--/<iso timestamp>_<session id>.jsonl
 
 ``<root>`` is ``$SESSIOND_HOME``, else ``$XDG_DATA_HOME/sessiond``, else
-``~/.local/share/sessiond``. The cwd encoding and file naming are Pi's (pi-format §1.1-§1.3).
+``~/.local/share/sessiond``. The cwd encoding and file naming are Pi's (docs/pi-format.md §1.1-§1.2).
 
 Every path that comes from a client goes through :meth:`StoreLayout.contain` (or
 :func:`ensure_within`): it must name something inside the root after resolving ``..`` and

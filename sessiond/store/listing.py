@@ -1,7 +1,7 @@
 """Listing sessions: Pi's ``SessionManager.list`` / ``listAll`` summaries, with an incremental cache.
 
 What a listing shows for each file is exactly what Pi 1.6.0's ``buildSessionInfo`` derives
-(pi-format §3.12), because Pi and sessiond share the store and must agree on it:
+(docs/pi-format.md §3.4), because Pi and sessiond share the store and must agree on it:
 
 * Lines are split the way Node's ``readline`` splits them (``crlfDelay: Infinity``): on
   ``\\n``, ``\\r\\n`` **and a lone** ``\\r`` (the loader splits on ``\\n`` only). Blank lines,

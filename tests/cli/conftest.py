@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 
 from tests.builders import assistant, user
-from tests.conftest import PI_FIXTURES, REPO, SHARED
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.conftest import CLAUDE_FIXTURES, PI_FIXTURES, REPO
+from tests.harness.daemon import Daemon, start_daemon
 
 SESSIOND = Path(sys.executable).parent / "sessiond"
 EXAMPLE = REPO / "examples" / "auth-refactor.jsonl"
 EXAMPLE_ID = "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"
 PI_V1 = PI_FIXTURES / "before-compaction.v1.jsonl"
 PI_V1_ID = "ffae836b-9420-4060-ac13-7745215f90ff"
-CLAUDE_DIR = SHARED / "fixtures" / "claude-code"
+CLAUDE_DIR = CLAUDE_FIXTURES
 CLAUDE_SAMPLE = CLAUDE_DIR / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 CLAUDE_ID = "03eb5929-52b3-4b13-ada3-b93ae35806b8"
 CLAUDE_CWD = "/home/user/project"

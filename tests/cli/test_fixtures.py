@@ -1,8 +1,8 @@
-"""The installed command on the shared fixtures (Pi and Claude Code), with no daemon at all.
+"""The installed command on the real fixtures (Pi and Claude Code), with no daemon at all.
 
 Every read command must work on a session FILE without a daemon, and on a session id with
 ``--no-start`` when none runs (the file is found in the roots and read in-process). The tree
-of each shared fixture is checked against ``sessiond inspect`` (an independent path through
+of each fixture is checked against ``sessiond inspect`` (an independent path through
 the readers): same leaf, same branch, every entry drawn once, the current branch as the first
 column.
 """
@@ -54,7 +54,7 @@ def _parent_path(nodes: list[dict], leaf: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name[:12]}")
-def test_tree_of_each_shared_fixture(path: Path, tmp_path: Path) -> None:
+def test_tree_of_each_fixture(path: Path, tmp_path: Path) -> None:
     env = isolated_env(tmp_path)  # no daemon runs for this store, and none may be started
     if path.name.endswith(".v1.jsonl"):
         # Reading a v1 file migrates it in memory with fresh random ids every time; migrate a copy

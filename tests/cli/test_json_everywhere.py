@@ -25,7 +25,7 @@ from tests.cli.conftest import (
     new_session,
     run_plain,
 )
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.builders import assistant, user
 from tests.cli.conftest import Cli
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.builders import user
 from tests.cli.conftest import EXAMPLE_ID, Cli, new_session
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 

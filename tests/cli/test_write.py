@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import CLAUDE_ID, Cli, new_session
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 

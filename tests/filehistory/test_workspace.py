@@ -47,14 +47,14 @@ def blobs(tmp_path: Path) -> BlobStore:
 
 
 def test_keys_are_relative_inside_the_cwd_and_absolute_in_other_roots(cwd: Path, tmp_path: Path) -> None:
-    extra = tmp_path / "shared"
+    extra = tmp_path / "other-root"
     extra.mkdir()
     ws = Workspace(cwd, [extra])
     assert ws.resolve("src/app.py") == (cwd / "src" / "app.py", "src/app.py")
     assert ws.resolve(str(cwd / "src/app.py")) == (cwd / "src" / "app.py", "src/app.py")
     assert ws.resolve("./a/../b.txt")[1] == "b.txt"
     assert ws.resolve(str(extra / "x.md")) == (extra / "x.md", str(extra / "x.md"))
-    assert ws.resolve("../shared/x.md")[1] == str(extra / "x.md")
+    assert ws.resolve("../other-root/x.md")[1] == str(extra / "x.md")
     assert ws.cwd == cwd
 
 

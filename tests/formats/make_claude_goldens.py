@@ -1,11 +1,11 @@
 """Write the committed expectations for the Claude Code reader: ``tests/golden/claude-code/<sample>.json``.
 
-One JSON file per sample directory of ``shared/fixtures/claude-code``, holding a summary of every
+One JSON file per sample directory of ``tests/fixtures/claude-code``, holding a summary of every
 transcript in it (the main file and its sub-agent files): load diagnostics, titles, the leaf and
 the reconstructed chain, the messages (role and the fields that identify them), usage, the Pi
 tree and the sub-agent links. ``tests/formats/test_claude_code.py`` recomputes the same summary
-and compares; the numbers that matter were reviewed by hand against the format notes (§12.1)
-and are also asserted literally there.
+and compares; the numbers that matter were reviewed by hand (docs/claude-code.md, "Results on
+the shipped samples") and are also asserted literally there.
 
 Run after a deliberate change of behaviour, then review the diff::
 
@@ -21,14 +21,14 @@ from typing import Any
 
 from sessiond.formats import claude_code as cc
 from sessiond.model.tree import SessionTree
-from tests.conftest import GOLDEN, SHARED
+from tests.conftest import CLAUDE_FIXTURES, GOLDEN
 
-FIXTURES = SHARED / "fixtures" / "claude-code"
+FIXTURES = CLAUDE_FIXTURES
 OUT = GOLDEN / "claude-code"
 
 
 def sample_dirs() -> list[Path]:
-    return sorted(p for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
+    return sorted(p for p in FIXTURES.iterdir() if p.is_dir())
 
 
 def transcripts(sample: Path) -> list[Path]:
@@ -102,9 +102,6 @@ def sample_summary(sample: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    if not FIXTURES.is_dir():
-        print(f"no fixtures at {FIXTURES}", file=sys.stderr)
-        return 1
     OUT.mkdir(parents=True, exist_ok=True)
     for sample in sample_dirs():
         target = OUT / f"{sample.name}.json"

@@ -1,4 +1,4 @@
-"""The Claude Code transcript reader (format notes §7, §8, §12, §15) on real and synthetic files."""
+"""The Claude Code transcript reader (docs/claude-code.md) on real and synthetic files."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from sessiond.formats import claude_code as cc
 from sessiond.model.tree import SessionTree
 from tests.conftest import GOLDEN, PI_FIXTURES
 from tests.formats.make_claude_goldens import FIXTURES, sample_dirs, sample_summary
-
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/claude-code not available")
 
 H1 = "ccv-1.0.98/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 H5 = "ah-2.0.76/6f2580aa-3095-45b7-8d4e-dd8cac7eeffe.jsonl"
@@ -95,7 +93,6 @@ def api_usage_from_file(t: cc.ClaudeTranscript, r: cc.Reconstruction) -> tuple[i
 # --------------------------------------------------------------------------- real transcripts
 
 
-@needs_fixtures
 @pytest.mark.parametrize("sample", [p.name for p in sample_dirs()])
 def test_goldens(sample: str) -> None:
     golden = GOLDEN / "claude-code" / f"{sample}.json"
@@ -106,7 +103,6 @@ def test_goldens(sample: str) -> None:
         assert actual[name] == expected[name], f"{sample}/{name} differs from {golden}"
 
 
-@needs_fixtures
 @pytest.mark.parametrize("rel", all_transcripts())
 def test_every_transcript_reconstructs_to_a_valid_request(rel: str) -> None:
     assert cc.is_claude_code_file(FIXTURES / rel)
@@ -131,10 +127,11 @@ def test_every_transcript_reconstructs_to_a_valid_request(rel: str) -> None:
     assert all(u in tree for u in r.chain)
 
 
-# The §12.1 table of the format notes, reviewed by hand. "naive" = the plain parent walk from the
-# leaf, "chain" = after orphan recovery. The notes' prototype picked the newest entry of *any*
-# type as the leaf (the "session" rule); where the file ends in childless system entries the
-# resume-file rule (§15, the default) stops at the last user/assistant entry instead.
+# The table of docs/claude-code.md ("Results on the shipped samples"), reviewed by hand.
+# "naive" = the plain parent walk from the leaf, "chain" = after orphan recovery. An earlier
+# prototype picked the newest entry of *any* type as the leaf (the "session" rule); where the
+# file ends in childless system entries the resume-file rule (the default) stops at the last
+# user/assistant entry instead.
 TABLE_12_1 = [
     # rel, naive, chain, unpaired before, unpaired after, recovered
     (H7_AGENT, 38, 59, 9, 0, 21),
@@ -144,11 +141,10 @@ TABLE_12_1 = [
     (H10, 28, 28, 0, 0, 0),
     (H1, 32, 32, 0, 0, 0),
     (H6, 95, 95, 0, 0, 0),
-    (H5, 73, 75, 0, 0, 2),  # §15: message.id grouping pulls in the non-streamed retry copy
+    (H5, 73, 75, 0, 0, 2),  # message.id grouping pulls in the non-streamed retry copy
 ]
 
 
-@needs_fixtures
 @pytest.mark.parametrize(("rel", "naive", "chain", "before", "after", "recovered"), TABLE_12_1)
 def test_chain_lengths_and_unpaired_tool_calls(
     rel: str, naive: int, chain: int, before: int, after: int, recovered: int
@@ -159,7 +155,6 @@ def test_chain_lengths_and_unpaired_tool_calls(
     assert (d["unpairedBefore"], d["unpairedAfter"], d["orphansRecovered"]) == (before, after, recovered)
 
 
-@needs_fixtures
 def test_h9_with_the_notes_leaf_rule_gives_the_notes_numbers() -> None:
     t = load(H9)
     session = cc.reconstruct(t, rule="session")
@@ -170,7 +165,6 @@ def test_h9_with_the_notes_leaf_rule_gives_the_notes_numbers() -> None:
     assert t.chain[resume.leaf_uuid or ""]["type"] == "assistant"
 
 
-@needs_fixtures
 def test_compact_boundary_2_1_39() -> None:
     t = load(H9)
     r = cc.reconstruct(t)
@@ -207,7 +201,6 @@ def test_compact_boundary_2_1_39() -> None:
     assert task.parent_entry_uuid == "24b8374b-624a-4785-9c90-f9d37d12f162"
 
 
-@needs_fixtures
 def test_compaction_worker_missing_parent_is_by_design() -> None:
     r = cc.reconstruct(load(H9_COMPACT))
     assert r.rule == "agent" and len(r.chain) == 2
@@ -215,7 +208,6 @@ def test_compaction_worker_missing_parent_is_by_design() -> None:
     assert missing["parentUuid"] == "23b73f9a-2123-4b8e-81a2-b98378c7498f" and missing["expected"] is True
 
 
-@needs_fixtures
 def test_rewind_fork_2_1_42_resolves_to_the_newer_branch() -> None:
     t = load(H10)
     r = cc.reconstruct(t)
@@ -232,7 +224,6 @@ def test_rewind_fork_2_1_42_resolves_to_the_newer_branch() -> None:
     assert alt.chain[-1] == "2f4668dd-c177-455f-81c1-caa947d43e73"
 
 
-@needs_fixtures
 def test_subagents_2_1_114_nested_layout() -> None:
     t = load(H11)
     links = cc.find_subagents(FIXTURES / H11, t)
@@ -253,7 +244,6 @@ def test_subagents_2_1_114_nested_layout() -> None:
     assert described["a4ca7529859c158c2"] == "Research Claude Code plan mode"
 
 
-@needs_fixtures
 def test_subagents_2_1_17() -> None:
     t = load(H7)
     (link,) = cc.find_subagents(FIXTURES / H7, t)
@@ -262,7 +252,6 @@ def test_subagents_2_1_17() -> None:
     assert link.parent_entry_uuid == "5678510b-1f74-4e58-bd42-0daa684a5d00"
 
 
-@needs_fixtures
 def test_subagents_2_0_76_flat_layout(tmp_path: Path) -> None:
     # abp: a real flat sub-agent file; its main session is not shipped, so write a minimal one.
     agent_src = FIXTURES / H6
@@ -292,7 +281,6 @@ def test_subagents_2_0_76_flat_layout(tmp_path: Path) -> None:
     assert [s.agent_id for s in cc.find_subagents(main, t)] == ["a0294d5"]
 
 
-@needs_fixtures
 def test_subagents_2_0_76_main_file_links_flat_agents(tmp_path: Path) -> None:
     # ah: the real main file names its agents in toolUseResult.agentId; give one of them a file.
     shutil.copy(FIXTURES / H5, tmp_path / Path(H5).name)
@@ -310,7 +298,6 @@ def test_subagents_2_0_76_main_file_links_flat_agents(tmp_path: Path) -> None:
     assert link.agent_type == "Explore" and link.description
 
 
-@needs_fixtures
 def test_inline_sidechains_1_0_98() -> None:
     t = load(H1)
     r = cc.reconstruct(t)
@@ -335,7 +322,6 @@ def test_inline_sidechains_1_0_98() -> None:
     assert len(tree.tree()) == 6
 
 
-@needs_fixtures
 def test_titles() -> None:
     t5 = load(H5)
     assert t5.titles.summaries == 3 and t5.titles.untrusted_summaries == 0
@@ -348,7 +334,6 @@ def test_titles() -> None:
     assert t11.titles.last_prompt_leaf is None
 
 
-@needs_fixtures
 def test_retry_copy_is_deduplicated_2_0_76() -> None:
     r = cc.reconstruct(load(H5))
     d = r.diagnostics
@@ -358,13 +343,11 @@ def test_retry_copy_is_deduplicated_2_0_76() -> None:
     assert [b["id"][-6:] for b in merged["content"] if b["type"] == "toolCall"] == ["ququdq", "SR7ej6"]
 
 
-@needs_fixtures
 def test_sniff_rejects_pi_sessions() -> None:
     for path in PI_FIXTURES.glob("*.jsonl"):
         assert not cc.is_claude_code_file(path)
 
 
-@needs_fixtures
 def test_spotter_load_and_reconstruct_is_fast() -> None:
     import time  # noqa: PLC0415
 

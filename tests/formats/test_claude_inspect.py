@@ -7,12 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO
 from tests.formats.make_claude_goldens import FIXTURES
-
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/claude-code not available")
 
 H9 = FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 H10 = FIXTURES / "ccl-2.1.42" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
@@ -25,7 +21,6 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@needs_fixtures
 def test_inspect_detects_a_claude_code_transcript() -> None:
     r = run("inspect", "--compaction", "--window", "200000", str(H9))
     assert r.returncode == 0, r.stderr
@@ -58,7 +53,6 @@ def test_inspect_detects_a_claude_code_transcript() -> None:
     assert out["diagnostics"]["progressEntries"] == 1697 and out["diagnostics"]["unparsableLines"] == 0
 
 
-@needs_fixtures
 def test_inspect_moves_the_leaf_in_a_claude_code_transcript() -> None:
     old_leaf = "2f4668dd-c177-455f-81c1-caa947d43e73"
     out = json.loads(run("inspect", "--leaf", old_leaf, str(H10)).stdout)
@@ -72,7 +66,6 @@ def test_inspect_moves_the_leaf_in_a_claude_code_transcript() -> None:
     assert r.returncode == 2 and r.stderr.strip() == "sessiond inspect: Entry nope not found"
 
 
-@needs_fixtures
 def test_inspect_mixes_pi_and_claude_code_files() -> None:
     r = run("inspect", "--jsonl", str(PI_EXAMPLE), str(H10))
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-"""The Pi session loader (pi-format §3.4) and v1 -> v3 migration (§1.6)."""
+"""The Pi session loader (docs/pi-format.md §3.1) and v1 -> v3 migration (§1.4)."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessiond.formats.pi import load_session
-from tests.conftest import REPO
+from tests.conftest import PI_FIXTURES
 
-V1 = REPO.parent / "shared" / "fixtures" / "pi" / "before-compaction.v1.jsonl"
+V1 = PI_FIXTURES / "before-compaction.v1.jsonl"
 
 
 def _ids(path: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""Projection of a branch into context, rule by rule (pi-format §4)."""
+"""Projection of a branch into context, rule by rule (docs/pi-format.md §5)."""
 
 from __future__ import annotations
 

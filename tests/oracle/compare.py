@@ -16,7 +16,14 @@ VARIANTS: dict[str, InspectOptions] = {
     "keep2000": InspectOptions(full=True, compaction=True, keep=2000, window=60000),
     "keep8000": InspectOptions(full=True, compaction=True, keep=8000, reserve=4000, window=30000),
 }
-"""Golden variants: the same options pi-oracle was run with (see tests/golden/oracle/README.md)."""
+"""Golden variants: sessiond's options for each (see tests/golden/oracle/README.md)."""
+
+VARIANT_ARGS: dict[str, list[str]] = {
+    "plain": ["--full"],
+    "keep2000": ["--full", "--compaction", "--keep", "2000", "--window", "60000"],
+    "keep8000": ["--full", "--compaction", "--keep", "8000", "--reserve", "4000", "--window", "30000"],
+}
+"""The same variants as ``tests/oracle/harness.mjs`` options."""
 
 
 def _normalise(value: Any) -> Any:

@@ -2,7 +2,7 @@
 """Deterministic generator of Pi session files (JSONL, format version 3).
 
 The files are meant for differential testing of sessiond against Pi's own code
-(see ../shared/tools/pi-oracle and tests/oracle/make_goldens.py). Every line is
+(see tests/oracle/harness.mjs and tests/oracle/make_goldens.py). Every line is
 written exactly as Pi's ``JSON.stringify`` would write it (compact separators, no
 ASCII escaping, JS key insertion order of Pi 1.6.0, no integral floats).
 

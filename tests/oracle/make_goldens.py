@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """Regenerate the Pi-oracle golden files under tests/golden/.
 
-    .venv/bin/python tests/oracle/make_goldens.py [--oracle .cache/pi-oracle] [--count 220] [--seed 1]
-                                        [--refresh-fixtures]
+    .venv/bin/python -m tests.oracle.make_goldens [--oracle .cache/pi-oracle] [--count 220] [--seed 1]
+                                                  [--refresh-fixtures]
 
 1. tests/golden/generated/gen-*.jsonl  <- generate_sessions.generate(random.Random(seed + i), i)
 2. tests/golden/fixtures/<name>.jsonl.gz <- Pi's migrated (v1 -> v3) copy of each
-   ../shared/fixtures/pi/*.v1.jsonl, as written by the harness (--emit). Migration assigns
+   tests/fixtures/pi/*.v1.jsonl, as written by the harness (--emit). Migration assigns
    RANDOM ids, so existing copies are kept unless --refresh-fixtures is given (or one is missing).
 3. tests/golden/oracle/<variant>.jsonl[.gz] <- harness results (one JSON object per line, sorted
    by file basename, "file" = basename) for every generated file and every migrated fixture, in
@@ -24,28 +23,21 @@ import json
 import random
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-GOLDEN = REPO / "tests" / "golden"
+from tests.conftest import GOLDEN, PI_FIXTURES, REPO
+from tests.oracle.compare import VARIANT_ARGS as VARIANTS
+from tests.oracle.generate_sessions import generate
+from tests.oracle.pi import harness_command
+
 GENERATED = GOLDEN / "generated"
 FIXTURES = GOLDEN / "fixtures"
 ORACLE_OUT = GOLDEN / "oracle"
-FIXTURE_SRC = REPO.parent / "shared" / "fixtures" / "pi"
-
-VARIANTS: dict[str, list[str]] = {
-    "plain": ["--full"],
-    "keep2000": ["--full", "--compaction", "--keep", "2000", "--window", "60000"],
-    "keep8000": ["--full", "--compaction", "--keep", "8000", "--reserve", "4000", "--window", "30000"],
-}
+FIXTURE_SRC = PI_FIXTURES
 GZIP_THRESHOLD = 10 * 1024 * 1024  # total bytes of the three oracle outputs
-
-sys.path.insert(0, str(HERE))
-from generate_sessions import generate  # noqa: E402
+PI_PACKAGE = Path("node_modules") / "@earendil-works" / "pi-coding-agent" / "package.json"
 
 # Checks that every parseable line is byte-identical to JSON.stringify(JSON.parse(line)).
 STRINGIFY_CHECK_JS = r"""
@@ -71,7 +63,7 @@ console.log(JSON.stringify({ checked, bad }));
 
 
 def run_harness(oracle: Path, args: list[str], files: list[Path]) -> subprocess.Popen[str]:
-    cmd = ["node", str(oracle / "harness.mjs"), *args, "--jsonl", *map(str, files)]
+    cmd = harness_command(oracle, *args, "--jsonl", *map(str, files))
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
 
@@ -275,9 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description="Regenerate tests/golden (generated sessions + Pi oracle outputs)"
     )
-    ap.add_argument(
-        "--oracle", type=Path, default=Path(__file__).resolve().parents[2] / ".cache" / "pi-oracle"
-    )
+    ap.add_argument("--oracle", type=Path, default=REPO / ".cache" / "pi-oracle", help="Pi's install")
     ap.add_argument("--count", type=int, default=220)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
@@ -287,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     oracle: Path = args.oracle
-    if not (oracle / "harness.mjs").exists():
-        raise SystemExit(f"pi-oracle not found at {oracle} (run scripts/setup-oracle)")
+    if not (oracle / PI_PACKAGE).exists():
+        raise SystemExit(f"Pi is not installed in {oracle} (run scripts/setup-oracle)")
 
     # 1. generated sessions
     GENERATED.mkdir(parents=True, exist_ok=True)
@@ -409,12 +399,13 @@ def main(argv: list[str] | None = None) -> int:
 def write_readme(pi_version: str, compressed: bool, args: argparse.Namespace) -> None:
     ext = ".jsonl.gz" if compressed else ".jsonl"
     variants = "\n".join(
-        f"* `{name}{ext}`: `node harness.mjs {' '.join(v)} --jsonl FILE...`" for name, v in VARIANTS.items()
+        f"* `{name}{ext}`: `node tests/oracle/harness.mjs {' '.join(v)} --jsonl FILE...`"
+        for name, v in VARIANTS.items()
     )
     text = f"""# Pi oracle goldens
 
 What Pi's own session code (`@earendil-works/pi-coding-agent` **{pi_version}**, run through
-`../shared/tools/pi-oracle/harness.mjs`) derives from every session file in
+`tests/oracle/harness.mjs`) derives from every session file in
 `../generated/gen-*.jsonl` and from Pi's migrated copies of its own v1 fixtures
 (`../fixtures/*.jsonl.gz`, decompressed; `file` = basename without `.gz`).
 
@@ -426,7 +417,7 @@ escapes so that any line splitter works){", gzip-compressed" if compressed else 
 
 Regenerate (needs the oracle installed by `scripts/setup-oracle`; takes a few seconds):
 
-    .venv/bin/python tests/oracle/make_goldens.py --count {args.count} --seed {args.seed}
+    .venv/bin/python -m tests.oracle.make_goldens --count {args.count} --seed {args.seed}
 
 The generated sessions are deterministic in `--seed`; the migrated fixtures are only re-created with
 `--refresh-fixtures` (Pi's v1 migration assigns random ids, so re-migrating changes every id).

@@ -28,10 +28,11 @@ from sessiond.model.tree import SessionTree
 from sessiond.store.session import Session
 from sessiond_client import Client
 from tests.conftest import PI_FIXTURES, REPO, oracle_dir
+from tests.harness.daemon import start_daemon
 from tests.oracle.compare import differences
 from tests.oracle.generate_sessions import generate
 from tests.oracle.mutations import mutate
-from tests.rpc.conftest import start_daemon
+from tests.oracle.pi import pi_result
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
@@ -156,15 +157,7 @@ def _into_store(store: Path, source: Path) -> str:
 
 def pi_context(path: Path) -> list[Any]:
     assert ORACLE is not None
-    proc = subprocess.run(
-        ["node", str(ORACLE / "harness.mjs"), "--raw", str(path)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=True,
-        timeout=120,
-    )
-    result = json.loads(proc.stdout)
+    result = pi_result(ORACLE, path, "--raw")
     assert "error" not in result, result["error"]
     return list(result["context"]["raw"])
 

@@ -1,17 +1,15 @@
 """Live differential test: fresh sessions, Pi's own code, sessiond — same answers.
 
 Unlike the committed goldens, these sessions are generated now (another seed than the
-goldens'), and pi-oracle runs on them in this test. Set ``SESSIOND_LIVE_SEED`` and
-``SESSIOND_LIVE_COUNT`` to explore further seeds. Skipped when pi-oracle is not installed
-(``scripts/setup-oracle``; ``scripts/test`` installs it).
+goldens'), and Pi's own code (``tests/oracle/harness.mjs``) runs on them in this test. Set
+``SESSIOND_LIVE_SEED`` and ``SESSIOND_LIVE_COUNT`` to explore further seeds. Skipped when Pi is
+not installed (``scripts/setup-oracle``; ``scripts/test`` installs it).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,10 +17,11 @@ import pytest
 from sessiond.formats.pi import load_session
 from sessiond.inspection import describe_session
 from sessiond.model.tree import SessionTree
-from tests.conftest import REPO, SHARED, oracle_dir
-from tests.oracle.compare import VARIANTS, differences
+from tests.conftest import FIXTURES, REPO, oracle_dir
+from tests.oracle.compare import VARIANT_ARGS, VARIANTS, differences
 from tests.oracle.generate_sessions import generate
 from tests.oracle.mutations import mutate
+from tests.oracle.pi import pi_results
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
@@ -86,12 +85,7 @@ def _write_cases(directory: Path) -> list[Path]:
         path.write_text(HEADER + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
         files.append(path)
     files.append(REPO / "examples" / "auth-refactor.jsonl")
-    seed_text = (SHARED / "seeds").glob("000_*.txt")
-    for seed in seed_text:
-        lines = [ln for ln in seed.read_text(encoding="utf-8").splitlines() if ln.startswith('{"type"')]
-        path = directory / "seed-worked-example.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(path)
+    files.append(FIXTURES / "design" / "worked-example.jsonl")
     return files
 
 
@@ -99,21 +93,7 @@ def _write_cases(directory: Path) -> list[Path]:
 def test_live_differential(variant: str, tmp_path: Path) -> None:
     assert ORACLE is not None
     files = _write_cases(tmp_path)
-    args = {
-        "plain": ["--full"],
-        "keep2000": ["--full", "--compaction", "--keep", "2000", "--window", "60000"],
-        "keep8000": ["--full", "--compaction", "--keep", "8000", "--reserve", "4000", "--window", "30000"],
-    }[variant]
-    proc = subprocess.run(
-        ["node", str(ORACLE / "harness.mjs"), *args, "--jsonl", *map(str, files)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=True,
-        timeout=600,
-    )
-    expected = [json.loads(line) for line in proc.stdout.split("\n") if line]
-    assert len(expected) == len(files)
+    expected = pi_results(ORACLE, files, *VARIANT_ARGS[variant])
     failures: list[str] = []
     compared = 0
     for path, pi in zip(files, expected, strict=True):

@@ -1,16 +1,14 @@
 """Helpers shared by the reliability tests: (re)starting and killing the real daemon, reading files.
 
 Everything here drives real processes: the daemon is ``python -m sessiond serve`` on a real
-Unix socket (``tests/rpc/conftest.start_daemon``), clients are ``sessiond_client.Client``
+Unix socket (``tests.harness.daemon.start_daemon``), clients are ``sessiond_client.Client``
 connections, and files are read back from disk with sessiond's loader (and Pi's own code when
 ``pi-oracle`` is installed).
 """
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,20 +17,22 @@ import orjson
 
 from sessiond.formats.pi import LoadedSession, load_session
 from tests.conftest import oracle_dir
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
+from tests.oracle.pi import pi_result
 
 
 def restart(tmp: Path, generation: int, **kw: Any) -> Daemon:
-    """Start a daemon on the store in ``tmp`` (again), waiting until it listens.
+    """Start a daemon on the store in ``tmp`` (again), once it answers.
 
-    The previous daemon's log is moved aside first (``daemon.<n>.log``) so that "listening on"
-    is this daemon's line; a socket left behind by a killed daemon stays where it was, for the
-    new daemon to replace (it holds the store lock, so the old socket is stale).
+    The previous daemon's log is moved aside first (``daemon.<n>.log``), so each log holds one
+    daemon's lines; a socket left behind by a killed daemon stays where it was, for the new
+    daemon to replace (it holds the store lock, so the old socket is stale): the harness waits
+    for a connection that completes ``initialize``, which the stale socket never gives.
     """
     log = tmp / "daemon.log"
     if log.exists():
         log.rename(tmp / f"daemon.{generation}.log")
-    return start_daemon(tmp, wait_for="log:listening on", **kw)
+    return start_daemon(tmp, **kw)
 
 
 def kill(daemon: Daemon) -> None:
@@ -111,15 +111,7 @@ def pi_loads(path: Path) -> dict[str, Any] | None:
     oracle = oracle_dir()
     if oracle is None:
         return None
-    out = subprocess.run(
-        ["node", str(oracle / "harness.mjs"), "--full", "--jsonl", str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    result: dict[str, Any] = json.loads(out)
-    return result
+    return pi_result(oracle, path, "--full")
 
 
 def text_of(entry: dict[str, Any]) -> str:

@@ -46,6 +46,7 @@ import pytest
 
 from sessiond_client import Client
 from sessiond_client.client import ConnectionClosedError
+from tests.harness.daemon import Daemon
 from tests.reliability.common import (
     kill,
     load_checked,
@@ -56,7 +57,6 @@ from tests.reliability.common import (
     stop_cleanly,
     text_of,
 )
-from tests.rpc.conftest import Daemon
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -21,12 +21,12 @@ import pytest
 from sessiond.store.claude import ClaudeSession
 from sessiond_client import Client, RpcError
 from sessiond_protocol import ErrorCode
-from tests.conftest import SHARED
-from tests.rpc.conftest import start_daemon
+from tests.conftest import CLAUDE_FIXTURES
+from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
 
-FIXTURES = SHARED / "fixtures" / "claude-code"
+FIXTURES = CLAUDE_FIXTURES
 SAMPLE = FIXTURES / "ccl-2.1.114" / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
 COMPACTED = FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 

@@ -23,7 +23,7 @@ from sessiond.compaction.policy import OVERFLOW_FAILED
 from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, tool_result, user
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 from tests.service.fake_model import FakeModel, Reply, completion
 
 pytestmark = pytest.mark.anyio

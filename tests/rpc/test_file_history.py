@@ -14,14 +14,12 @@ import pytest
 from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
-from tests.conftest import SHARED
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.conftest import CLAUDE_FIXTURES
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 
-CLAUDE_SAMPLE = (
-    SHARED / "fixtures" / "claude-code" / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
-)
+CLAUDE_SAMPLE = CLAUDE_FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 CLAUDE_CWD = "/home/USER/projects/spotter-worktrees/spotter-4te"
 
 

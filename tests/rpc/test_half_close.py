@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 
 def _requests(cwd: Path) -> bytes:

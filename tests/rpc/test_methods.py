@@ -11,7 +11,7 @@ import pytest
 from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -409,7 +409,7 @@ async def test_domain_error_codes(client: Client, daemon: Daemon) -> None:
 async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path: Path) -> None:
     import subprocess  # noqa: PLC0415
 
-    from tests.rpc.conftest import start_daemon  # noqa: PLC0415
+    from tests.harness.daemon import start_daemon  # noqa: PLC0415
 
     mount = tmp_path / "small"
     mount.mkdir()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ import pytest
 
 from sessiond.formats.pi import load_session
 from tests.conftest import oracle_dir
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
+from tests.oracle.pi import pi_result
 
 pytestmark = pytest.mark.anyio
 
@@ -94,14 +94,7 @@ async def test_eight_agents_two_subscribers(daemon: Daemon) -> None:
     branch = await owner.request("tree/branch", {"sessionId": sid})
     oracle = oracle_dir()
     if oracle is not None:
-        pi = json.loads(
-            subprocess.run(
-                ["node", str(oracle / "harness.mjs"), "--full", "--jsonl", path],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
+        pi = pi_result(oracle, path, "--full")
         assert pi["leafId"] == ids[-1]
         assert pi["branchIds"] == branch["entryIds"]
         assert pi["contextEntryIds"] == context["entryIds"]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.builders import Ledger
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "client_test.mjs"

@@ -13,7 +13,7 @@ from sessiond_client import RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import PI_FIXTURES
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
 

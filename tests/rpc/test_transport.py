@@ -16,7 +16,7 @@ import pytest
 from sessiond_client import Client, RpcError
 from sessiond_protocol import ErrorCode
 from tests.builders import user
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -238,9 +238,10 @@ async def test_a_subscriber_that_stops_reading_is_bounded(tmp_path: Path) -> Non
 
 
 async def test_tcp_needs_loopback_and_the_token(tmp_path: Path) -> None:
-    d = start_daemon(tmp_path, "--tcp", "127.0.0.1:0", wait_for="log:listening on tcp")
+    d = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    assert d.tcp is not None and d.tcp[0] == "127.0.0.1"
     try:
-        port = int(d.log_text().split("listening on tcp 127.0.0.1:")[1].split()[0])
+        port = d.tcp[1]
         token_file = d.store / "tcp.token"
         assert oct(token_file.stat().st_mode & 0o777) == "0o600"
         token = token_file.read_text().strip()
@@ -292,18 +293,10 @@ async def test_peers_of_another_uid_are_refused(tmp_path: Path) -> None:
     import shutil  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
-    run = Path(tempfile.mkdtemp(prefix="sd-uid-", dir="/tmp"))
+    run = Path(tempfile.mkdtemp(prefix="sd-uid-", dir="/tmp"))  # a path the other uid can reach
     sock = run / "sessiond.sock"
-    args = [sys.executable, "-m", "sessiond", "serve", "--socket", str(sock), "--log-level", "info"]
-    log = tmp_path / "daemon.log"
-    env = {**os.environ, "SESSIOND_HOME": str(tmp_path / "store")}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=out, env=env)
+    daemon = start_daemon(tmp_path, socket_path=sock)
     try:
-        for _ in range(300):
-            if sock.exists():
-                break
-            await asyncio.sleep(0.02)
         os.chmod(run, 0o711)  # loosen what sessiond set up (0700/0600): the uid check must still hold
         os.chmod(sock, 0o666)
         script = (
@@ -323,10 +316,9 @@ async def test_peers_of_another_uid_are_refused(tmp_path: Path) -> None:
         )
         assert out_proc.stdout.strip() in ("b''", "reset"), out_proc.stdout + out_proc.stderr
         await asyncio.sleep(0.1)
-        assert "refused a Unix-socket client of uid 65534" in log.read_text()
+        assert "refused a Unix-socket client of uid 65534" in daemon.log_text()
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        assert daemon.stop() == 0
         shutil.rmtree(run, ignore_errors=True)
 
 

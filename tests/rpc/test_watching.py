@@ -11,7 +11,7 @@ import pytest
 
 from sessiond_client import Client
 from tests.builders import assistant, user
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 

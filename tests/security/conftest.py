@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 MISSING: Any = object()
 

@@ -16,21 +16,20 @@ import pytest
 
 from sessiond_protocol import ErrorCode
 from tests.builders import user
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 from tests.security.conftest import RawClient, assert_no_traceback, snapshot, wait_for_log
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    d = start_daemon(
-        tmp_path_factory.mktemp("access"), "--tcp", "127.0.0.1:0", wait_for="log:listening on tcp"
-    )
+    d = start_daemon(tmp_path_factory.mktemp("access"), "--tcp", "127.0.0.1:0")
     yield d
     assert d.stop() == 0, d.log_text()[-3000:]
 
 
 def tcp_port(daemon: Daemon) -> int:
-    return int(daemon.log_text().split("listening on tcp 127.0.0.1:")[1].split()[0])
+    assert daemon.tcp is not None
+    return daemon.tcp[1]
 
 
 @pytest.mark.parametrize("token", [None, "wrong", "", 12345])

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from sessiond.rpc.framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
 from sessiond_protocol import ErrorCode
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 from tests.security.conftest import RawClient, wait_for_log
 from tests.security.fuzz import fuzz
 

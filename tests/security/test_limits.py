@@ -16,7 +16,7 @@ from sessiond.service.config import ConfigError, Limits, load_config
 from sessiond_protocol import ErrorCode
 from tests.builders import user
 from tests.conftest import REPO
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 from tests.security.conftest import Closed, RawClient, snapshot, wait_for_log
 
 SMALL = """[limits]

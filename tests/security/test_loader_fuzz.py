@@ -23,17 +23,11 @@ from sessiond.formats.claude_code import parse_transcript, reconstruct, to_pi_en
 from sessiond.formats.pi import LoadedSession, encode_line, parse_session
 from sessiond.store.claude import ClaudeSession
 from sessiond.store.session import Session
-from tests.conftest import SHARED
+from tests.conftest import CLAUDE_FIXTURES, PI_FIXTURES
 from tests.security.fuzz import fuzz
 
-PI_FIXTURE = SHARED / "fixtures" / "pi" / "large-session.v1.jsonl"
-CLAUDE_FIXTURE = (
-    SHARED / "fixtures" / "claude-code" / "ccl-2.1.17" / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl"
-)
-
-needs_fixtures = pytest.mark.skipif(
-    not (PI_FIXTURE.exists() and CLAUDE_FIXTURE.exists()), reason="../shared/fixtures is not there"
-)
+PI_FIXTURE = PI_FIXTURES / "large-session.v1.jsonl"
+CLAUDE_FIXTURE = CLAUDE_FIXTURES / "ccl-2.1.17" / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl"
 
 HEADER = (
     b'{"type":"session","version":3,"id":"fuzz-0001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/tmp/x"}\n'
@@ -139,7 +133,6 @@ def _lines_before(data: bytes, cut: int) -> int:
     return data[:cut].count(b"\n")
 
 
-@needs_fixtures
 def test_every_truncation_of_the_head_of_a_pi_fixture() -> None:
     """Cut at every byte offset of the first lines of a real (v1) Pi file: the complete lines
     load as before and a torn last line is either a whole entry or reported."""
@@ -161,7 +154,6 @@ def test_every_truncation_of_the_head_of_a_pi_fixture() -> None:
             assert loaded.diagnostics.unparsable_lines == 1, cut
 
 
-@needs_fixtures
 def test_every_truncation_of_the_head_of_a_claude_fixture() -> None:
     full = CLAUDE_FIXTURE.read_bytes()
     head = full[: full.index(b"\n", 3000) + 1]
@@ -169,7 +161,6 @@ def test_every_truncation_of_the_head_of_a_claude_fixture() -> None:
         load_claude(head[:cut])
 
 
-@needs_fixtures
 @given(st.data())
 @fuzz(12)
 def test_truncation_anywhere_in_whole_fixtures(

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import REPO
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 from tests.security.conftest import MISSING, RawClient, assert_no_traceback, snapshot
 from tests.security.fuzz import fuzz
 

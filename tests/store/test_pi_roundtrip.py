@@ -23,6 +23,7 @@ from sessiond.model.tokens import PI
 from sessiond.store.session import Session
 from tests.builders import assistant, tool_result, user
 from tests.conftest import GOLDEN, oracle_dir
+from tests.oracle.pi import pi_result
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
@@ -31,13 +32,7 @@ HERE = Path(__file__).parent
 
 def harness(path: Path, *args: str) -> dict[str, Any]:
     assert ORACLE is not None
-    out = subprocess.run(
-        ["node", str(ORACLE / "harness.mjs"), "--full", "--jsonl", *args, str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    result: dict[str, Any] = json.loads(out)
+    result = pi_result(ORACLE, path, "--full", *args)
     assert "error" not in result, result.get("error")
     return result
 

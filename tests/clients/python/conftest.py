@@ -13,7 +13,7 @@ import pytest
 
 from sessiond_client import SessiondClient
 from tests.builders import assistant, tool_result, user
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 
 def msg(message: dict[str, Any]) -> dict[str, Any]:

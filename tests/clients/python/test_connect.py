@@ -17,7 +17,7 @@ from sessiond_protocol.notifications import EntriesAppended, ResyncRequired, Ses
 from tests.builders import user
 from tests.clients.python.conftest import daemon_env, msg, session_with_turns, stop_cleanly
 from tests.clients.python.test_summarizer import Hanging
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -58,9 +58,10 @@ async def test_starts_the_daemon_of_the_store_when_none_runs(tmp_path: Path) -> 
 
 
 async def test_tcp_with_the_token_file(tmp_path: Path) -> None:
-    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0", wait_for="log:listening on tcp")
+    daemon = start_daemon(tmp_path, "--tcp", "127.0.0.1:0")
+    assert daemon.tcp is not None
     try:
-        port = int(daemon.log_text().split("listening on tcp 127.0.0.1:")[1].split()[0])
+        port = daemon.tcp[1]
         async with await SessiondClient.connect_tcp("127.0.0.1", port, store=daemon.store) as c:
             assert (await c.session_new(cwd="/work/proj")).sessionId
         with pytest.raises(InvalidRequest, match="Authentication failed"):

@@ -30,7 +30,7 @@ from sessiond_client.discovery import start_daemon
 from sessiond_protocol import ErrorCode
 from sessiond_protocol.notifications import SummarizeParams
 from tests.clients.python.conftest import daemon_env, session_with_turns
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "python-client.md"

@@ -13,7 +13,7 @@ from sessiond_client import errors as E
 from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
 from tests.clients.python.conftest import msg, session_with_turns, stop_cleanly
-from tests.rpc.conftest import start_daemon
+from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from sessiond_protocol import methods as M
 from sessiond_protocol.models import MessageSpec
 from tests.builders import assistant, user
 from tests.clients.python.conftest import msg, session_with_turns, stop_cleanly
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 

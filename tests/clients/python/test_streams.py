@@ -24,7 +24,7 @@ from sessiond_protocol.notifications import (
 )
 from tests.builders import assistant, user
 from tests.clients.python.conftest import msg, stop_cleanly
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from sessiond_client import SessiondClient
 from sessiond_client.errors import CompactionRunning, RequestCancelled, SummarizerUnavailable
 from sessiond_protocol.notifications import CompactionUpdate, SummarizeParams, SummarizeResult
 from tests.clients.python.conftest import session_with_turns
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
 

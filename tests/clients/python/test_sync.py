@@ -14,7 +14,7 @@ from sessiond_protocol import methods as M
 from sessiond_protocol.notifications import CompactionUpdate, EntriesAppended, SummarizeParams
 from tests.builders import assistant, user
 from tests.clients.python.conftest import msg, turn
-from tests.rpc.conftest import Daemon
+from tests.harness.daemon import Daemon
 
 
 def test_calls_streams_and_errors(daemon: Daemon) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.rpc.conftest import Daemon, start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 
 REPO = Path(__file__).resolve().parents[3]
 CLIENT = REPO / "clients" / "typescript"

@@ -1,0 +1,1 @@
+"""Harnesses the tests share: the real daemon (``daemon.py``)."""

@@ -136,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stdio", action="store_true", help="serve one client on stdin/stdout instead of the socket"
     )
+    p.add_argument(
+        "--ui",
+        metavar="HOST:PORT",
+        help="where the web viewer listens (loopback; default from the config: 127.0.0.1:0), or 'off'",
+    )
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument(
         "--json",
@@ -220,7 +225,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     json_errors = args.json and not args.stdio
     try:
         config = _config(args)
-        serve(config, tcp=args.tcp, stdio=args.stdio)
+        serve(config, tcp=args.tcp, stdio=args.stdio, ui=args.ui)
     except SessiondError as exc:
         code = EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING
         return _fail("serve", exc.message, code, json_errors)

@@ -8,6 +8,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.rewind` — ``rewind``
 * :mod:`.tail` — ``tail``
 * :mod:`.doctor` — ``doctor``
+* :mod:`.ui` — ``ui`` (opens the daemon's web viewer)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -19,10 +20,11 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
-    from . import changes, doctor, rewind, sessions, tail  # noqa: PLC0415
+    from . import changes, doctor, rewind, sessions, tail, ui  # noqa: PLC0415
 
     sessions.register(sub)
     changes.register(sub)
     rewind.register(sub)
     tail.register(sub)
     doctor.register(sub)
+    ui.register(sub)

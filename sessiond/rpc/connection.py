@@ -35,7 +35,7 @@ from ..service.config import Limits
 from .dispatch import Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
-from .framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
+from .framing import Framing, FramingError, MessageReader, MessageSource, MessageTooLargeError, frame
 
 if TYPE_CHECKING:
     from ..service.service import Service
@@ -55,7 +55,7 @@ class Connection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
+        reader: asyncio.StreamReader | MessageSource,
         writer: Any,
         methods: Mapping[str, Method],
         service: Service,
@@ -67,17 +67,25 @@ class Connection:
         header_timeout: bool = True,
     ) -> None:
         """``header_timeout=False`` (stdio: its one client owns the process) waits for headers
-        forever instead of closing after ``limits.header_timeout``."""
+        forever instead of closing after ``limits.header_timeout``.
+
+        ``reader`` is a byte stream (framed here) or a transport that already delivers whole
+        messages (a WebSocket: :mod:`sessiond.web.transport`); ``writer`` gets each framed
+        message in one ``write`` call."""
         self.id = next(_ids)
         self.peer = peer
         self.methods = methods
         self.service = service
         self.limits = limits
-        self._reader = MessageReader(
-            reader,
-            limits.max_message_bytes,
-            limits.max_header_bytes,
-            limits.header_timeout if header_timeout else None,
+        self._reader: MessageSource = (
+            MessageReader(
+                reader,
+                limits.max_message_bytes,
+                limits.max_header_bytes,
+                limits.header_timeout if header_timeout else None,
+            )
+            if isinstance(reader, asyncio.StreamReader)
+            else reader
         )
         self._writer = writer
         self._auth_token = auth_token

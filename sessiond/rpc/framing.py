@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from enum import Enum
+from typing import Protocol
 
 
 class Framing(Enum):
@@ -51,6 +52,23 @@ class MessageTooLargeError(Exception):
 
 
 _BLANK = b" \t\r\n"
+
+
+class MessageSource(Protocol):
+    """Whole incoming messages, whatever carries them: a framed byte stream or a WebSocket."""
+
+    @property
+    def framing(self) -> Framing | None:
+        """How replies are framed (``None`` until the first message decided it)."""
+        ...
+
+    async def read(self) -> bytes | None:
+        """The next message body; ``None`` once the peer is done."""
+        ...
+
+    def feed_eof(self) -> None:
+        """Stop reading: the next :meth:`read` returns ``None``."""
+        ...
 
 
 class MessageReader:

@@ -7,6 +7,8 @@
 * TCP only on a loopback address, and only for clients that present the token stored in a
   0600 file (``initialize.authToken``).
 * stdio: one client on stdin/stdout (for editors that spawn the server themselves).
+* the web viewer (:mod:`sessiond.web`): loopback HTTP + WebSocket, TCP's token rules; its
+  WebSocket clients are connections like the others.
 * SIGTERM/SIGINT: stop accepting, answer what is in flight, flush and close every session,
   remove the socket, release the lock.
 """
@@ -26,7 +28,7 @@ import socket
 import struct
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -37,6 +39,9 @@ from ..service.config import Config, ConfigError
 from ..service.service import Service
 from .connection import Connection
 from .methods import HANDLERS
+
+if TYPE_CHECKING:
+    from ..web.server import ViewerServer
 
 log = logging.getLogger("sessiond.server")
 
@@ -143,12 +148,11 @@ class Daemon:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._follow_task: asyncio.Future[None] | None = None
         self.socket_path: Path | None = None
+        self.viewer: ViewerServer | None = None
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(
-        self, reader: asyncio.StreamReader, writer: Any, peer: str, token: str | None
-    ) -> Connection:
+    def _connection(self, reader: Any, writer: Any, peer: str, token: str | None) -> Connection:
         conn = Connection(
             reader,
             writer,
@@ -238,6 +242,28 @@ class Daemon:
         log.info("listening on tcp %s:%s (token in %s)", bound[0], bound[1], self.config.token_path)
         return bound[0], int(bound[1])
 
+    async def listen_ui(self, host: str, port: int) -> str:
+        """The web viewer (page + WebSocket) on loopback; its URL is also written to ui.json."""
+        from ..web.server import ViewerServer  # noqa: PLC0415 (websockets only when serving it)
+
+        token = read_or_create_token(self.config.token_path)
+
+        async def open_connection(source: Any, writer: Any, peer: str) -> None:
+            if len(self.connections) >= self.config.limits.max_connections:
+                log.warning("refusing a connection: %d connections open", len(self.connections))
+                error = {"code": -32001, "message": "Overloaded, retry: too many connections"}
+                writer.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
+                with contextlib.suppress(ConnectionError):
+                    await writer.drain()
+                return
+            await self._serve(self._connection(source, writer, peer, token))
+
+        viewer = ViewerServer(open_connection, max_message_bytes=self.config.limits.max_message_bytes)
+        await viewer.start(host, port)
+        viewer.write_info(self.config.run_dir, self.config.token_path)
+        self.viewer = viewer
+        return viewer.url
+
     async def serve_stdio(self) -> None:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes + 64)
@@ -253,14 +279,29 @@ class Daemon:
     def stop(self) -> None:
         self._stop.set()
 
-    async def run(self, *, unix: bool = True, tcp: str | None = None, stdio: bool = False) -> None:
+    async def run(
+        self,
+        *,
+        unix: bool = True,
+        tcp: str | None = None,
+        stdio: bool = False,
+        ui: tuple[str, int] | None = None,
+    ) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
         try:
+            if ui is not None:
+                # before the socket: a client that can connect finds the viewer's ui.json
+                try:
+                    await self.listen_ui(*ui)
+                except OSError as exc:
+                    log.error("the viewer cannot listen on %s:%s: %s", ui[0], ui[1], exc.strerror or exc)
             if unix and not stdio:
                 await self.listen_unix(self.config.socket)
+            if self.viewer is not None:
+                log.info("the session viewer is at %s", self.viewer.url)
             if tcp:
                 await self.listen_tcp(tcp)
             self._follow_task = asyncio.ensure_future(self._follow())
@@ -280,6 +321,8 @@ class Daemon:
 
     async def close(self) -> None:
         self.service.follower.stop()
+        if self.viewer is not None:
+            await self.viewer.close()
         if self._follow_task is not None:
             with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
                 await asyncio.wait_for(self._follow_task, timeout=2)
@@ -297,13 +340,22 @@ class Daemon:
         log.info("stopped")
 
 
-def serve(config: Config, *, tcp: str | None = None, stdio: bool = False) -> None:
-    """Run the daemon until SIGTERM/SIGINT (or, with stdio, until the client leaves)."""
+def serve(config: Config, *, tcp: str | None = None, stdio: bool = False, ui: str | None = None) -> None:
+    """Run the daemon until SIGTERM/SIGINT (or, with stdio, until the client leaves).
+
+    ``ui``: the viewer's ``HOST:PORT``, ``"off"``, or ``None`` for the configuration's choice
+    (served by default, never with stdio unless asked).
+    """
+    from ..web.location import parse_address  # noqa: PLC0415
+
+    if ui is None:
+        ui = config.ui.listen if config.ui.enabled and not stdio else "off"
+    viewer = None if ui == "off" else parse_address(ui)
     lock = StoreLock(config.lock_path)
     config.layout.ensure_dirs()
     lock.acquire()
     try:
         daemon = Daemon(config)
-        asyncio.run(daemon.run(tcp=tcp, stdio=stdio))
+        asyncio.run(daemon.run(tcp=tcp, stdio=stdio, ui=viewer))
     finally:
         lock.release()

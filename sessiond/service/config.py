@@ -42,6 +42,9 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     enabled = true                   # follow external appends/rewrites of open and listed sessions
     poll_interval = 0.0              # > 0: stat-poll other agents' roots instead of inotify (NFS)
     own_poll_interval = 0.5          # the store sessiond writes is polled (0: inotify, ~60 us/append)
+    [ui]                             # the web session viewer (docs/ui.md)
+    enabled = true                   # served by `sessiond serve` (not --stdio)
+    listen = "127.0.0.1:0"           # loopback only; port 0: any free port (see <run dir>/ui.json)
     [summarizer.http]                # an OpenAI-compatible /chat/completions endpoint
     base_url = "http://127.0.0.1:8080/v1"
     model = "my-model"
@@ -126,6 +129,13 @@ class WatchConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    enabled: bool = True
+    listen: str = "127.0.0.1:0"
+    """A loopback ``HOST:PORT``; checked when the daemon starts the viewer."""
+
+
+@dataclass(frozen=True)
 class Config:
     layout: StoreLayout
     durability: Durability = Durability.BUFFERED
@@ -137,6 +147,7 @@ class Config:
     roots_data: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
     file_history_roots: tuple[Path, ...] = ()
     """Directories besides a session's cwd whose files rewinds may touch."""
     socket_path: Path | None = None
@@ -261,6 +272,7 @@ def load_config(
         roots_data=_roots(data.get("roots", {})),
         env=dict(env),
         watch=_watch(data.get("watch", {})),
+        ui=_ui(data.get("ui", {})),
         file_history_roots=_file_history(data.get("file_history", {})),
         durability=durability,
         estimator=estimator,
@@ -362,6 +374,19 @@ def _watch(data: Any) -> WatchConfig:
             field="watch.own_poll_interval",
         )
     return WatchConfig(enabled, float(interval), float(own))
+
+
+def _ui(data: Any) -> UiConfig:
+    if not isinstance(data, dict):
+        raise ConfigError("ui must be a table", field="ui")
+    _only(data, {"enabled", "listen"}, "ui")
+    enabled = data.get("enabled", True)
+    if type(enabled) is not bool:
+        raise ConfigError("ui.enabled must be true or false", field="ui.enabled")
+    listen = data.get("listen", "127.0.0.1:0")
+    if not isinstance(listen, str) or not listen:
+        raise ConfigError('ui.listen must be "HOST:PORT" (a loopback address)', field="ui.listen")
+    return UiConfig(enabled, listen)
 
 
 def _file_history(data: Any) -> tuple[Path, ...]:

@@ -68,6 +68,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "doctor": ((), 0, lambda d: d["ok"] is True),
         "inspect": ((str(EXAMPLE),), 0, lambda d: d["leafId"] == "u1000006"),
         "gc": ((), 0, lambda d: isinstance(d, dict) and "error" not in d),
+        "ui": (("--no-browser",), 0, lambda d: d["url"].startswith(d["viewer"] + "#token=")),
         # serve and connect run until stopped: checked on their own below.
         "serve": ((), -1, None),
         "connect": ((), -1, None),

@@ -1,0 +1,314 @@
+// The extension's logic against a real daemon (started by tests/web/test_vscode.py on a temp
+// store with the viewer's scenario), with the VS Code API replaced by test/vscode-mock.ts.
+
+import assert from "node:assert/strict";
+import { appendFileSync, existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { activateWith, type Extension } from "../src/main.js";
+import type { Item } from "../src/sessions.js";
+import { reverseApply } from "../src/patch.js";
+import { createVscode } from "./vscode-mock.js";
+
+interface Config {
+  python: string;
+  socket: string;
+  store: string;
+  env: Record<string, string>;
+  pi: string;
+  agent: {
+    sessionId: string;
+    path: string;
+    labelTarget: string;
+    forkTarget: string;
+    firstPrompt: string;
+    workspace: string;
+    atFirstPrompt: Record<string, string | null>;
+    conflict: string;
+  };
+  claude: { sessionId: string; path: string; pendingFile: string };
+}
+
+const configPath = process.env["SESSIOND_VSCODE_TEST"];
+const config: Config | undefined = configPath ? (JSON.parse(readFileSync(configPath, "utf-8")) as Config) : undefined;
+
+function settings(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    command: [config!.python, "-m", "sessiond", "connect"],
+    store: config!.store,
+    socket: config!.socket,
+    maxSessions: 100,
+    ...extra,
+  };
+}
+
+function lines(path: string): Record<string, unknown>[] {
+  return readFileSync(path, "utf-8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("the extension against a real daemon", { skip: config === undefined ? "run by tests/web/test_vscode.py" : false }, () => {
+  let mock: ReturnType<typeof createVscode>;
+  let main: ReturnType<typeof createVscode>;
+  let ext: Extension;
+  const ctx = { subscriptions: [] as { dispose(): unknown }[] };
+
+  before(async () => {
+    main = mock = createVscode({ settings: settings() });
+    ext = activateWith(main.vscode, ctx, { ...process.env, ...config!.env });
+    assert.ok(await ext.ready, "connected");
+  });
+
+  after(async () => {
+    await ext.dispose();
+  });
+
+  it("lists the sessions of every root, then branches, then entries", async () => {
+    const roots = await ext.provider.getChildren();
+    const sessions = roots.filter((i): i is Extract<Item, { kind: "session" }> => i.kind === "session");
+    const byId = new Map(sessions.map((s) => [s.session.sessionId, s.session.root]));
+    assert.equal(byId.get(config!.agent.sessionId), "sessiond");
+    assert.equal(byId.get(config!.pi), "pi");
+    assert.equal(byId.get(config!.claude.sessionId), "claude");
+    const agent = sessions.find((s) => s.session.sessionId === config!.agent.sessionId)!;
+    const item = ext.provider.getTreeItem(agent);
+    assert.equal(item.contextValue, "session");
+    const branches = await ext.provider.getChildren(agent);
+    assert.ok(branches.length >= 2, "the agent's session has a side branch");
+    const [current] = branches;
+    assert.equal(current!.kind === "branch" && current!.current, true);
+    const entries = await ext.provider.getChildren(current);
+    const labelled = entries.find((e) => e.kind === "entry" && e.node.label === "name works");
+    assert.ok(labelled, "the label is shown on its entry");
+    assert.match(String(ext.provider.getTreeItem(labelled!).description), /name works/);
+    assert.ok(entries.some((e) => e.kind === "entry" && e.node.type === "compaction"));
+    assert.ok(entries.every((e) => e.kind !== "entry" || e.node.type !== "custom"), "bookkeeping entries are left out");
+  });
+
+  it("follows a Claude Code transcript growing on disk", async () => {
+    const roots = await ext.provider.getChildren();
+    const claude = roots.find((i) => i.kind === "session" && i.session.sessionId === config!.claude.sessionId)!;
+    const [branch] = await ext.provider.getChildren(claude);
+    const before = (await ext.provider.getChildren(branch)).length;
+    let changes = 0;
+    const sub = ext.provider.onDidChangeTreeData(() => void changes++);
+    appendFileSync(config!.claude.path, readFileSync(config!.claude.pendingFile));
+    await until("the new entries", async () => {
+      const [b] = await ext.provider.getChildren(claude);
+      return (await ext.provider.getChildren(b)).length > before ? true : undefined;
+    });
+    sub.dispose();
+    assert.ok(changes > 0, "the view was told to refresh");
+    const readOnly = (await ext.provider.getChildren(branch)).find((e) => e.kind === "entry")!;
+    assert.match(String(ext.provider.getTreeItem(readOnly).contextValue), /readonly/);
+  });
+
+  it("shows the session's usage in the status bar, coloured near the threshold", async () => {
+    const client = ext.client()!;
+    await ext.commands.select({ kind: "session", session: ext.provider.session(config!.agent.sessionId)! });
+    const status = main.recorded.status;
+    const colour = () => (status.backgroundColor as { id: string } | undefined)?.id;
+    assert.ok(status.shown);
+    assert.match(status.text, /^\$\(pulse\) \d+% · /);
+    assert.equal(colour(), undefined, `${status.text} is far from the threshold`);
+    // a smaller window: within ten points of the threshold, then past it
+    await client.session.configure({ sessionId: config!.agent.sessionId, contextWindow: 50_000 });
+    await ext.commands.select({ kind: "session", session: ext.provider.session(config!.agent.sessionId)! });
+    assert.equal(colour(), "statusBarItem.warningBackground", status.text);
+    await client.session.configure({ sessionId: config!.agent.sessionId, contextWindow: 36_000 });
+    await ext.commands.select({ kind: "session", session: ext.provider.session(config!.agent.sessionId)! });
+    assert.equal(colour(), "statusBarItem.errorBackground", status.text);
+    // live: an assistant message's usage moves it without asking
+    const previous = status.text;
+    await client.session.append({
+      sessionId: config!.agent.sessionId,
+      entries: [
+        {
+          type: "message",
+          message: {
+            role: "assistant",
+            content: [{ type: "text", text: "small again" }],
+            api: "anthropic-messages",
+            provider: "anthropic",
+            model: "claude",
+            usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 5000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+            stopReason: "stop",
+            timestamp: Date.now(),
+          },
+        },
+      ],
+    });
+    await until("the usage update", () => (status.text !== previous ? true : undefined));
+    assert.equal(colour(), undefined, status.text);
+    await client.session.configure({ sessionId: config!.agent.sessionId, contextWindow: 80_000 });
+  });
+
+  it("labels an entry (the file says so)", async () => {
+    mock = createVscode({ settings: settings(), replies: { inputBox: ["from vscode"] } });
+    const local = activateWith(mock.vscode, { subscriptions: [] }, { ...process.env, ...config!.env });
+    try {
+      await local.ready;
+      const tree = await local.provider.reloadTree(config!.agent.sessionId);
+      const node = tree.byId.get(config!.agent.labelTarget)!;
+      const label = await local.commands.label({ kind: "entry", sessionId: config!.agent.sessionId, node, readOnly: false, leaf: false });
+      assert.equal(label, "from vscode");
+      const written = lines(config!.agent.path).filter((e) => e["type"] === "label" && e["targetId"] === node.id);
+      assert.equal(written.at(-1)?.["label"], "from vscode");
+    } finally {
+      await local.dispose();
+    }
+  });
+
+  it("forks before a prompt into a new session file", async () => {
+    mock = createVscode({ settings: settings(), replies: { buttons: [undefined] } });
+    const local = activateWith(mock.vscode, { subscriptions: [] }, { ...process.env, ...config!.env });
+    try {
+      await local.ready;
+      const tree = await local.provider.reloadTree(config!.agent.sessionId);
+      const node = tree.byId.get(config!.agent.forkTarget)!;
+      const forked = await local.commands.fork({ kind: "entry", sessionId: config!.agent.sessionId, node, readOnly: false, leaf: false });
+      assert.ok(forked);
+      const file = readdirSync(join(config!.store, "sessions"), { recursive: true }).find((p) => String(p).endsWith(`_${forked}.jsonl`));
+      assert.ok(file, "the fork's file exists");
+      const forkedLines = lines(join(config!.store, "sessions", String(file)));
+      assert.equal(forkedLines[0]!["parentSession"], config!.agent.path);
+      assert.ok(!forkedLines.some((e) => e["id"] === config!.agent.forkTarget), "forked before the prompt");
+      assert.match(mock.recorded.messages.at(-1)!.text, /^Forked into /);
+    } finally {
+      await local.dispose();
+    }
+  });
+
+  it("rewinds after showing each file's diff, then undoes", async () => {
+    const ws = config!.agent.workspace;
+    const read = (rel: string) => (existsSync(join(ws, rel)) ? readFileSync(join(ws, rel), "utf-8") : null);
+    const beforeRewind = Object.fromEntries(Object.keys(config!.agent.atFirstPrompt).map((rel) => [rel, read(rel)]));
+    mock = createVscode({
+      settings: settings(),
+      replies: {
+        quickPick: [(item) => (item["checkpoint"] as { messageId: string }).messageId === config!.agent.firstPrompt],
+        buttons: ["Rewind", "Undo"],
+      },
+    });
+    const local = activateWith(mock.vscode, { subscriptions: [] }, { ...process.env, ...config!.env });
+    try {
+      await local.ready;
+      const done = await local.commands.rewind({ kind: "session", session: (await local.provider.getChildren()).map((i) => (i.kind === "session" ? i.session : undefined)).find((s) => s?.sessionId === config!.agent.sessionId)! });
+      assert.ok(done, JSON.stringify(mock.recorded.messages));
+      // a diff editor per file the rewind changes, the checkpoint side as it was at the prompt
+      const diffs = mock.recorded.executed.filter((e) => e.command === "vscode.diff");
+      const provider = mock.providers.get("sessiond-checkpoint")!;
+      const shown = new Map(
+        diffs.map((d) => {
+          const [left, right] = d.args as [{ query: string }, { path: string }];
+          return [right.path.slice(ws.length + 1), provider.provideTextDocumentContent(left as never)];
+        }),
+      );
+      assert.deepEqual([...shown.keys()].sort(), ["README.md", "src/app.py", "tests/test_app.py"]);
+      assert.equal(shown.get("src/app.py"), config!.agent.atFirstPrompt["src/app.py"]);
+      assert.equal(shown.get("tests/test_app.py"), "");
+      // the question named the conflict; the rewind left it alone and wrote the rest
+      const question = mock.recorded.messages.find((m) => m.kind === "warning")!;
+      assert.match(question.text, new RegExp(`changed by someone else \\(${config!.agent.conflict}\\)`));
+      assert.deepEqual(question.items, ["Rewind", "Rewind and Overwrite Conflicts"]);
+      const status = Object.fromEntries(done.rewound.map((f) => [f.path, f.status]));
+      assert.equal(status[config!.agent.conflict], "conflict");
+      // Undo was pressed: everything is back
+      for (const [rel, content] of Object.entries(beforeRewind)) assert.equal(read(rel), content, rel);
+      assert.match(mock.recorded.messages.at(-1)!.text, /^Undone: /);
+    } finally {
+      await local.dispose();
+    }
+  });
+
+  it("compacts with progress and says how it went", async () => {
+    mock = createVscode({ settings: settings() });
+    const local = activateWith(mock.vscode, { subscriptions: [] }, { ...process.env, ...config!.env });
+    try {
+      await local.ready;
+      const session = ((await local.provider.getChildren()).find(
+        (i) => i.kind === "session" && i.session.sessionId === config!.agent.sessionId,
+      ) as Extract<Item, { kind: "session" }>).session;
+      // just compacted: the daemon's refusal is what the user reads
+      await local.commands.compact({ kind: "session", session });
+      const refused = mock.recorded.messages.at(-1)!;
+      assert.equal(refused.kind, "error");
+      assert.match(refused.text, /^sessiond: compaction failed: Nothing to compact .*\[-32024\]$/);
+      // a long exchange later, it compacts
+      const long = "The parser change touches every module. ".repeat(3000);
+      await local.client()!.session.append({
+        sessionId: config!.agent.sessionId,
+        entries: [
+          { type: "message", message: { role: "user", content: [{ type: "text", text: long }], timestamp: Date.now() } },
+          { type: "message", message: { role: "user", content: [{ type: "text", text: "and now?" }], timestamp: Date.now() } },
+        ],
+      });
+      const before = lines(config!.agent.path).filter((e) => e["type"] === "compaction").length;
+      await local.commands.compact({ kind: "session", session });
+      const said = mock.recorded.messages.at(-1)!;
+      assert.equal(said.kind, "info", said.text);
+      assert.match(said.text, /^Compacted: \d+ → \d+ tokens/);
+      assert.equal(lines(config!.agent.path).filter((e) => e["type"] === "compaction").length, before + 1);
+    } finally {
+      await local.dispose();
+    }
+  });
+
+  it("opens the daemon's viewer in a webview", async () => {
+    await ext.commands.openViewer(config!.agent.sessionId);
+    const html = main.recorded.panels.at(-1)?.html ?? "";
+    const src = /<iframe src="([^"]+)"/.exec(html)?.[1]?.replace(/&quot;/g, '"');
+    assert.ok(src, html);
+    const info = JSON.parse(readFileSync(join(config!.socket, "..", "ui.json"), "utf-8")) as { url: string };
+    const token = readFileSync(join(config!.store, "tcp.token"), "utf-8").trim();
+    assert.equal(src, `${info.url}#token=${encodeURIComponent(token)}&session=${config!.agent.sessionId}`);
+    assert.match(html, new RegExp(`frame-src ${new URL(info.url).origin}`));
+    const page = await fetch(info.url);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<div id="app">/);
+  });
+});
+
+describe("without sessiond", () => {
+  it("says it is not installed, and how to install it", async () => {
+    const mock = createVscode({ settings: { command: ["sessiond-is-not-installed-here", "connect"], store: "", socket: "", maxSessions: 10 } });
+    const ext = activateWith(mock.vscode, { subscriptions: [] });
+    assert.equal(await ext.ready, undefined);
+    await until("the message", () => (mock.recorded.messages.length ? true : undefined));
+    const [message] = mock.recorded.messages;
+    assert.equal(message!.kind, "error");
+    assert.match(message!.text, /sessiond is not installed .*pipx install sessiond/);
+    assert.deepEqual(message!.items, ["Open Settings"]);
+    const children = await ext.provider.getChildren();
+    assert.equal(children[0]!.kind, "message");
+    await ext.dispose();
+  });
+});
+
+describe("reverseApply", () => {
+  it("recovers the old side of a unified diff", () => {
+    const diff = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -8,2 +8,3 @@\n h\n i\n+j\n";
+    const now = "a\nB\nc\nd\ne\nf\ng\nh\ni\nj\n";
+    assert.equal(reverseApply(now, diff), "a\nb\nc\nd\ne\nf\ng\nh\ni\n");
+  });
+  it("handles files without a final newline and created files", () => {
+    assert.equal(reverseApply("x\ny", "@@ -1,2 +1,2 @@\n x\n-y\n+y\n\\ No newline at end of file\n"), "x\ny\n");
+    assert.equal(reverseApply("new\n", "--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+new\n"), "");
+    assert.equal(reverseApply("", "--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-old\n-text\n"), "old\ntext\n");
+  });
+  it("refuses a file that does not match", () => {
+    assert.throws(() => reverseApply("other\n", "@@ -1 +1 @@\n-a\n+b\n"), /does not match/);
+  });
+});

@@ -1,0 +1,178 @@
+// A stand-in for the parts of the VS Code API the extension uses: it records what the
+// extension shows and answers its questions from scripted replies. Only the editor is fake;
+// the daemon the extension talks to is real.
+
+import { EventEmitter as NodeEmitter } from "node:events";
+import type { Vscode } from "../src/api.js";
+
+export type Answer = (items: unknown, options?: unknown) => unknown;
+
+export class EventEmitter<T> {
+  private readonly emitter = new NodeEmitter();
+  readonly event = (listener: (value: T) => void) => {
+    this.emitter.on("e", listener);
+    return { dispose: () => this.emitter.off("e", listener) };
+  };
+  fire(value?: T): void {
+    this.emitter.emit("e", value);
+  }
+  dispose(): void {
+    this.emitter.removeAllListeners();
+  }
+}
+
+class Uri {
+  constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query = "",
+  ) {}
+  get fsPath(): string {
+    return this.path;
+  }
+  static file(path: string): Uri {
+    return new Uri("file", path);
+  }
+  static parse(text: string): Uri {
+    const url = new URL(text);
+    return new Uri(url.protocol.replace(":", ""), text);
+  }
+  static from(parts: { scheme: string; path: string; query?: string }): Uri {
+    return new Uri(parts.scheme, parts.path, parts.query ?? "");
+  }
+  toString(): string {
+    return this.scheme === "http" || this.scheme === "https" ? this.path : `${this.scheme}:${this.path}`;
+  }
+}
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: string;
+  contextValue?: string;
+  iconPath?: unknown;
+  command?: unknown;
+  constructor(
+    readonly label: string,
+    readonly collapsibleState: number,
+  ) {}
+}
+
+export interface StatusItem {
+  text: string;
+  tooltip?: string;
+  backgroundColor?: { id: string };
+  command?: string;
+  name?: string;
+  shown: boolean;
+}
+
+export interface Recorded {
+  messages: { kind: "info" | "warning" | "error"; text: string; items: string[] }[];
+  executed: { command: string; args: unknown[] }[];
+  panels: { html: string }[];
+  status: StatusItem;
+  quickPicks: unknown[][];
+}
+
+export interface MockOptions {
+  settings: Record<string, unknown>;
+  /** Replies, by kind, taken in order: quick picks choose with a predicate over the items. */
+  replies?: {
+    quickPick?: ((item: Record<string, unknown>) => boolean)[];
+    inputBox?: (string | undefined)[];
+    /** The button to press on the next message that offers buttons (undefined: dismiss). */
+    buttons?: (string | undefined)[];
+  };
+}
+
+export function createVscode(options: MockOptions): { vscode: Vscode; recorded: Recorded; commands: Map<string, (...a: unknown[]) => unknown>; providers: Map<string, { provideTextDocumentContent(uri: Uri): string }> } {
+  const recorded: Recorded = {
+    messages: [],
+    executed: [],
+    panels: [],
+    status: { text: "", shown: false },
+    quickPicks: [],
+  };
+  const replies = { quickPick: [...(options.replies?.quickPick ?? [])], inputBox: [...(options.replies?.inputBox ?? [])], buttons: [...(options.replies?.buttons ?? [])] };
+  const commands = new Map<string, (...a: unknown[]) => unknown>();
+  const providers = new Map<string, { provideTextDocumentContent(uri: Uri): string }>();
+  const message = (kind: "info" | "warning" | "error") => async (text: string, ...rest: unknown[]) => {
+    const items = rest.filter((r): r is string => typeof r === "string");
+    recorded.messages.push({ kind, text, items });
+    return items.length ? replies.buttons.shift() : undefined;
+  };
+  const api = {
+    EventEmitter,
+    TreeItem,
+    Uri,
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+    StatusBarAlignment: { Left: 1, Right: 2 },
+    ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
+    ViewColumn: { Active: -1, Beside: -2, One: 1 },
+    ThemeIcon: class {
+      constructor(readonly id: string) {}
+    },
+    ThemeColor: class {
+      constructor(readonly id: string) {}
+    },
+    window: {
+      createStatusBarItem: () => {
+        const item = recorded.status as StatusItem & { show(): void; hide(): void; dispose(): void };
+        item.show = () => void (item.shown = true);
+        item.hide = () => void (item.shown = false);
+        item.dispose = () => undefined;
+        return item;
+      },
+      createTreeView: () => ({ dispose: () => undefined }),
+      showQuickPick: async (items: Record<string, unknown>[] | Promise<Record<string, unknown>[]>) => {
+        const list = await items;
+        recorded.quickPicks.push(list);
+        const choose = replies.quickPick.shift();
+        return choose ? list.find(choose) : undefined;
+      },
+      showInputBox: async () => replies.inputBox.shift(),
+      showInformationMessage: message("info"),
+      showWarningMessage: async (text: string, ...rest: unknown[]) => message("warning")(text, ...rest),
+      showErrorMessage: message("error"),
+      withProgress: async (_options: unknown, task: (progress: unknown) => Promise<unknown>) =>
+        task({ report: () => undefined }),
+      createWebviewPanel: () => {
+        const panel = { html: "" };
+        recorded.panels.push(panel);
+        return {
+          webview: {
+            set html(value: string) {
+              panel.html = value;
+            },
+            get html() {
+              return panel.html;
+            },
+          },
+          reveal: () => undefined,
+          onDidDispose: () => ({ dispose: () => undefined }),
+          dispose: () => undefined,
+        };
+      },
+    },
+    commands: {
+      registerCommand: (name: string, fn: (...a: unknown[]) => unknown) => {
+        commands.set(name, fn);
+        return { dispose: () => commands.delete(name) };
+      },
+      executeCommand: async (command: string, ...args: unknown[]) => {
+        recorded.executed.push({ command, args });
+        return commands.get(command)?.(...args);
+      },
+    },
+    workspace: {
+      getConfiguration: () => ({ get: (key: string) => options.settings[key] }),
+      registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
+        providers.set(scheme, provider);
+        return { dispose: () => providers.delete(scheme) };
+      },
+    },
+    env: { asExternalUri: async (uri: Uri) => uri },
+  };
+  return { vscode: api as unknown as Vscode, recorded, commands, providers };
+}

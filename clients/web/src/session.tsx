@@ -1,0 +1,221 @@
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import type { LoadResult, UsageResult } from "../../typescript/src/generated/protocol.ts";
+import type { Rpc } from "./rpc.ts";
+import { RpcError } from "./rpc.ts";
+import { TreeModel, nodeFromEntry } from "./treemodel.ts";
+import { TreeView } from "./tree.tsx";
+import { EntryPanel } from "./entry.tsx";
+import { ContextView } from "./context.tsx";
+import { UsageView, Gauge, type Usage } from "./usage.tsx";
+import { FilesView } from "./files.tsx";
+import { errorText, toast } from "./toast.tsx";
+import { rootName } from "./list.tsx";
+
+type Tab = "tree" | "context" | "usage" | "files";
+
+/** One session: its tree (live), the context, usage and file history. */
+export function SessionView({
+  rpc,
+  session,
+  onOpen,
+}: {
+  rpc: Rpc;
+  session: LoadResult;
+  onOpen: (sessionId: string) => void;
+}) {
+  const sessionId = session.sessionId;
+  const readOnly = session.readOnly ?? false;
+  const [tab, setTab] = useState<Tab>("tree");
+  const [title, setTitle] = useState(session.name ?? null);
+  const model = useRef<TreeModel | null>(null);
+  const [version, setVersion] = useState(0);
+  const [selected, setSelected] = useState<string | null>(null);
+  const [usage, setUsage] = useState<Usage | null>(null);
+  const [threshold, setThreshold] = useState<number | null>(null);
+  const [fileVersion, setFileVersion] = useState(0);
+  const [loadMs, setLoadMs] = useState<number | null>(null);
+  const busy = useRef<Promise<void>>(Promise.resolve());
+  const bump = () => setVersion((v) => v + 1);
+
+  const reload = useCallback(async () => {
+    const started = performance.now();
+    try {
+      const tree = await rpc.request("tree/get", { sessionId });
+      model.current = TreeModel.from(tree.nodes, tree.leafId);
+      setLoadMs(performance.now() - started);
+      bump();
+    } catch (err) {
+      toast(errorText(err), "error");
+    }
+  }, [rpc, sessionId]);
+
+  const reloadUsage = useCallback(async () => {
+    try {
+      const [u, settings] = await Promise.all([
+        rpc.request("context/usage", { sessionId }),
+        rpc.request("compaction/settings", { sessionId }).catch(() => null),
+      ]);
+      setUsage(u as UsageResult);
+      const effective = (settings?.effective ?? {}) as Record<string, unknown>;
+      const reserve = typeof effective["reserveTokens"] === "number" ? effective["reserveTokens"] : null;
+      setThreshold(u.size && reserve !== null ? Math.max(0, (u.size - reserve) / u.size) : null);
+    } catch (err) {
+      toast(errorText(err), "error");
+    }
+  }, [rpc, sessionId]);
+
+  /** New entries after the last one the page has (file order): costs what was appended. */
+  const fetchNew = useCallback(async () => {
+    const m = model.current;
+    if (m === null) return;
+    let afterId = m.order[m.order.length - 1];
+    try {
+      for (;;) {
+        const page = await rpc.request("session/entries", {
+          sessionId,
+          limit: 5000,
+          ...(afterId !== undefined ? { afterId } : { offset: 0 }),
+        });
+        for (const entry of page.entries) {
+          const e = entry as Record<string, unknown>;
+          m.add(nodeFromEntry(e));
+          if (e["type"] === "label" && typeof e["targetId"] === "string") {
+            m.setLabel(e["targetId"], typeof e["label"] === "string" && e["label"] ? e["label"] : null);
+          }
+        }
+        if (page.nextOffset === null || page.entries.length === 0) break;
+        afterId = m.order[m.order.length - 1];
+      }
+    } catch (err) {
+      if (err instanceof RpcError && err.code === -32011) return reload();
+      toast(errorText(err), "error");
+    }
+    bump();
+  }, [rpc, sessionId, reload]);
+
+  useEffect(() => {
+    void reload();
+    void reloadUsage();
+    const serial = (work: () => Promise<void>) => {
+      busy.current = busy.current.then(work, work);
+    };
+    const off = rpc.onUpdate(({ sessionId: id, update }) => {
+      if (id !== sessionId) return;
+      switch (update.sessionUpdate) {
+        case "entries_appended":
+          serial(async () => {
+            await fetchNew();
+            model.current?.setLeaf(update.leafId);
+            bump();
+          });
+          break;
+        case "leaf_changed":
+          serial(async () => {
+            model.current?.setLeaf(update.leafId);
+            bump();
+          });
+          break;
+        case "label_update":
+          serial(async () => {
+            model.current?.setLabel(update.entryId, update.label);
+            bump();
+          });
+          break;
+        case "session_info_update":
+          setTitle(update.title);
+          break;
+        case "usage_update":
+          setUsage((prev) => ({ ...(prev ?? {}), ...update }));
+          break;
+        case "compaction_update":
+          if (update.status === "completed") toast(`Compacted: ${update.tokensBefore} → ${update.tokensAfter} tokens`);
+          else if (update.status === "failed") toast(`Compaction failed: ${update.error ?? "?"}`, "error");
+          break;
+        case "external_change":
+          toast(`The session file was ${update.reason} by another program; reloaded.`);
+          serial(reload);
+          break;
+        case "resync_required":
+          serial(reload);
+          void reloadUsage();
+          break;
+        case "file_history_update":
+          setFileVersion((v) => v + 1);
+          break;
+        default:
+          break;
+      }
+    });
+    const offReconnect = rpc.onReconnect(() => {
+      void reload();
+      void reloadUsage();
+    });
+    return () => {
+      off();
+      offReconnect();
+    };
+  }, [rpc, sessionId, reload, reloadUsage, fetchNew]);
+
+  const m = model.current;
+  const firstPrompt = m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
+  return (
+    <div class="session" data-session={sessionId}>
+      <div class="session-head">
+        <div class="session-title">
+          <h2 title={session.sessionId}>{title || firstPrompt || session.sessionId}</h2>
+          <div class="meta">
+            <span class={`badge root-${session.root ?? "sessiond"}`}>{rootName(session.root ?? "sessiond")}</span>
+            <span class="badge">{session.format === "claude-code" ? "Claude Code format" : "Pi format"}</span>
+            {readOnly ? (
+              <span class="badge ro" title="Another agent's session: sessiond reads it, never writes it">
+                read-only
+              </span>
+            ) : null}
+            <span class="cwd" title={session.path}>
+              {session.cwd}
+            </span>
+            {m ? <span data-testid="entry-count">{m.size} entries</span> : null}
+          </div>
+        </div>
+        <Gauge usage={usage} threshold={threshold} />
+      </div>
+      <nav class="tabs">
+        {(["tree", "context", "usage", "files"] as Tab[]).map((t) => (
+          <button key={t} class={tab === t ? "active" : ""} data-tab={t} onClick={() => setTab(t)}>
+            {t === "tree" ? "Tree" : t === "context" ? "Context" : t === "usage" ? "Usage" : "File history"}
+          </button>
+        ))}
+      </nav>
+      <div class="tab-body">
+        {tab === "tree" ? (
+          m === null ? (
+            <div class="empty">Loading the tree…</div>
+          ) : (
+            <div class="tree-split">
+              <TreeView model={m} version={version} selected={selected} onSelect={setSelected} loadMs={loadMs} />
+              {selected !== null && m.byId.has(selected) ? (
+                <EntryPanel
+                  rpc={rpc}
+                  sessionId={sessionId}
+                  model={m}
+                  entryId={selected}
+                  readOnly={readOnly}
+                  onOpen={onOpen}
+                  onClose={() => setSelected(null)}
+                />
+              ) : (
+                <div class="entry-panel empty">Click an entry to see it{readOnly ? "" : ", continue from it, fork or label it"}.</div>
+              )}
+            </div>
+          )
+        ) : tab === "context" ? (
+          <ContextView rpc={rpc} sessionId={sessionId} version={version} />
+        ) : tab === "usage" ? (
+          <UsageView rpc={rpc} sessionId={sessionId} version={version} usage={usage} />
+        ) : (
+          <FilesView rpc={rpc} sessionId={sessionId} cwd={session.cwd} readOnly={readOnly} version={fileVersion} />
+        )}
+      </div>
+    </div>
+  );
+}

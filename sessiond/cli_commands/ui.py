@@ -1,0 +1,94 @@
+"""``ui``: open the web session viewer the store's daemon serves (starting the daemon if needed)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import urllib.parse
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    CliError,
+    Output,
+    add_daemon_options,
+    daemon_client,
+    load_config,
+    runner,
+)
+
+INFO_WAIT = 0.5
+"""Seconds to wait for ``ui.json``: the daemon writes it before it opens its socket, so it is there
+when the connection is; the wait only covers a slow file system."""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ui",
+        help="open the web session viewer in a browser (the daemon serves it on loopback)",
+        description=(
+            "Start the daemon when none runs, then open its session viewer: the list of sessions "
+            "of every root, each session's tree, context, usage and file history, live. The URL "
+            "carries the store's access token in its fragment (never sent over the network); "
+            "anyone with it can use the daemon, so do not share it."
+        ),
+    )
+    add_daemon_options(p)
+    p.add_argument("session", nargs="?", metavar="SESSION", help="open this session directly")
+    p.add_argument("--no-browser", action="store_true", help="print the URL instead of opening a browser")
+    p.set_defaults(handler=runner(cmd_ui))
+
+
+def viewer_url(info: dict[str, Any], token: str, session: str | None = None) -> str:
+    fragment = {"token": token}
+    if session:
+        fragment["session"] = session
+    return str(info["url"]) + "#" + urllib.parse.urlencode(fragment)
+
+
+async def find_viewer(run_dir: Path, wait: float) -> dict[str, Any] | None:
+    from ..web.location import read_info  # noqa: PLC0415
+
+    deadline = time.monotonic() + wait
+    while True:
+        info = read_info(run_dir)
+        if info is not None or time.monotonic() >= deadline:
+            return info
+        await asyncio.sleep(0.05)
+
+
+async def cmd_ui(args: argparse.Namespace, out: Output) -> int:
+    config = load_config(args)
+    async with daemon_client(args, name="sessiond-ui"):
+        pass  # the daemon runs (it was started if needed), so its ui.json is there
+    info = await find_viewer(config.run_dir, INFO_WAIT)
+    if info is None:
+        raise CliError(
+            f"the daemon of the store {config.root} serves no viewer: it was started with --ui off, "
+            f"[ui] enabled = false is set in the configuration, or its address was taken (see "
+            f"{config.root / 'daemon.log'})",
+            EXIT_UNREACHABLE,
+        )
+    token_path = Path(str(info.get("tokenPath") or config.token_path))
+    try:
+        token = token_path.read_text().strip()
+    except OSError as exc:
+        raise CliError(f"cannot read the viewer's token {token_path}: {exc.strerror or exc}") from None
+    url = viewer_url(info, token, args.session)
+    if out.json:
+        out.emit({"url": url, "viewer": info["url"], "pid": info.get("pid")})
+        if not args.no_browser:
+            webbrowser.open(url)
+        return EXIT_OK
+    opened = False if args.no_browser else webbrowser.open(url)
+    if opened:
+        out.note(f"opened the session viewer at {info['url']}")
+    else:
+        if not args.no_browser:
+            out.note("no browser could be opened; open this URL:")
+        print(url)
+    return EXIT_OK

@@ -1,0 +1,218 @@
+"""The session viewer: its page and a WebSocket speaking JSON-RPC, on loopback only.
+
+One listener (the ``websockets`` library parses HTTP and the WebSocket protocol) serves
+
+* ``GET /`` and ``GET /assets/...``: the viewer's built files, shipped in ``static/``;
+* ``GET /rpc``: a WebSocket, each message one JSON-RPC message, handled by a
+  :class:`~sessiond.rpc.connection.Connection` like any socket client.
+
+The rules are TCP's: a loopback address only, and a WebSocket client is anonymous until its
+``initialize`` presents the token of ``<store>/tcp.token`` (the page gets it from ``sessiond
+ui`` in the URL's fragment, which browsers never send). Two more checks stop other web pages
+the user has open: the ``Host`` header must name this listener (no DNS rebinding), and a
+WebSocket's ``Origin``, when there is one, must be the viewer's own.
+
+Where it listens is written to ``<run dir>/ui.json`` (0600, beside the socket) for ``sessiond
+ui`` and editors, and removed when the daemon stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http
+import json
+import logging
+import mimetypes
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from .location import INFO_FILE
+from .transport import WebSocketSource, WebSocketWriter
+
+log = logging.getLogger("sessiond.web")
+_ws_log = logging.getLogger("sessiond.web.websockets")
+_ws_log.setLevel(logging.WARNING)  # a line per frame at debug, per connection at info: too much
+
+STATIC = Path(__file__).parent / "static"
+RPC_PATH = "/rpc"
+
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".json": "application/json",
+    ".map": "application/json",
+}
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: bytes
+    content_type: str
+    immutable: bool
+    """Vite's hashed file names never change content: cached for good. ``index.html`` is not."""
+
+
+def load_assets(directory: Path = STATIC) -> dict[str, Asset]:
+    """Every file under ``directory`` by URL path, read once: only these paths are ever served,
+    so no request path is ever joined onto the file system."""
+    assets: dict[str, Asset] = {}
+    if not directory.is_dir():
+        return assets
+    for path in sorted(directory.rglob("*")):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        rel = path.relative_to(directory).as_posix()
+        kind = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        assets["/" + rel] = Asset(path.read_bytes(), kind, rel.startswith("assets/"))
+    if "/index.html" in assets:
+        assets["/"] = assets["/index.html"]
+    return assets
+
+
+class ViewerServer:
+    """The listener; ``open_connection`` makes the daemon's connection for each WebSocket."""
+
+    def __init__(
+        self,
+        open_connection: Callable[[WebSocketSource, WebSocketWriter, str], Any],
+        *,
+        max_message_bytes: int,
+        assets: dict[str, Asset] | None = None,
+    ) -> None:
+        self._open_connection = open_connection
+        self._max_message = max_message_bytes
+        self.assets = load_assets() if assets is None else assets
+        self._server: Server | None = None
+        self.host = ""
+        self.port = 0
+        self.info_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await serve(
+            self._handle,
+            host,
+            port,
+            process_request=self._process_request,
+            max_size=self._max_message,
+            compression=None,
+            server_header=None,
+            logger=_ws_log,
+            # a viewer left open in a tab for days is fine; a dead peer is noticed by pings
+            ping_interval=20,
+            ping_timeout=20,
+        )
+        sock = next(iter(self._server.sockets))
+        bound = sock.getsockname()
+        self.host, self.port = str(bound[0]), int(bound[1])
+        if not self.assets:
+            log.warning("the viewer's files are missing from %s: only the WebSocket is served", STATIC)
+
+    def write_info(self, run_dir: Path, token_path: Path) -> None:
+        """``ui.json`` beside the socket: where the viewer is and where its token is."""
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = {"url": self.url, "pid": os.getpid(), "tokenPath": str(token_path), "rpcPath": RPC_PATH}
+        path = run_dir / INFO_FILE
+        tmp = run_dir / f".{INFO_FILE}.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f)
+        os.replace(tmp, path)
+        self.info_path = path
+
+    async def close(self) -> None:
+        if self.info_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.info_path.unlink()
+            self.info_path = None
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _allowed_hosts(self) -> set[str]:
+        names = {self.host.lower()}
+        if self.host in ("127.0.0.1", "::1"):
+            names.add("localhost")
+        return {f"[{n}]:{self.port}" if ":" in n else f"{n}:{self.port}" for n in names}
+
+    def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        host = request.headers.get("Host", "")
+        if host.lower() not in self._allowed_hosts():
+            log.warning("viewer: refused a request for host %r (DNS rebinding?)", host)
+            return _text(
+                http.HTTPStatus.MISDIRECTED_REQUEST, "This server answers to its own address only.\n"
+            )
+        path = request.path.split("?", 1)[0]
+        if path == RPC_PATH:
+            origin = request.headers.get("Origin")
+            if origin is not None and origin.lower() != f"http://{host.lower()}":
+                log.warning("viewer: refused a WebSocket from origin %r", origin)
+                return _text(http.HTTPStatus.FORBIDDEN, "Cross-origin WebSocket refused.\n")
+            return None  # the WebSocket handshake proceeds
+        asset = self.assets.get(path)
+        if asset is None:
+            return _text(http.HTTPStatus.NOT_FOUND, f"Not found: {path}\n")
+        headers = Headers(
+            [
+                ("Content-Type", asset.content_type),
+                ("Content-Length", str(len(asset.body))),
+                ("Cache-Control", "public, max-age=31536000, immutable" if asset.immutable else "no-cache"),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Referrer-Policy", "no-referrer"),
+                ("Content-Security-Policy", _csp(host)),
+                ("Connection", "close"),
+            ]
+        )
+        return Response(http.HTTPStatus.OK.value, "OK", headers, asset.body)
+
+    # ------------------------------------------------------------------ WebSocket
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        peer = ws.remote_address
+        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        source = WebSocketSource(ws)
+        writer = WebSocketWriter(ws)
+        try:
+            await self._open_connection(source, writer, f"web {where}")
+        finally:
+            source.feed_eof()
+
+
+def _csp(host: str) -> str:
+    """Only this origin: scripts, styles, the WebSocket; framed by itself or a VS Code webview."""
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        f"connect-src 'self' ws://{host}; frame-ancestors 'self' vscode-webview: vscode-file:; "
+        "base-uri 'none'; form-action 'none'"
+    )
+
+
+def _text(status: http.HTTPStatus, text: str) -> Response:
+    body = text.encode()
+    headers = Headers(
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+        ]
+    )
+    return Response(status.value, status.phrase, headers, body)

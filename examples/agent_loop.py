@@ -15,7 +15,9 @@ What an agent does with sessiond, end to end:
 
 The "model" is a deterministic fake (no network, no key) that reads and edits files in the
 workspace and overflows once when its context passes a size, so the whole cycle runs offline.
-Start the daemon first (``scripts/run``), or point ``--socket`` at one.
+It talks to the store's daemon (started when none runs, as every client does), or to the one
+on ``--socket``. Only the client packages are used (``sessiond_client``, ``sessiond_protocol``):
+an agent never imports the daemon.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from sessiond_client import Client
+from sessiond_client import SessiondClient, UpdateStream
+from sessiond_protocol.notifications import CompactionUpdate, SessionUpdate, SummarizeParams, UsageUpdate
 
 PROMPTS = [
     "Create hello.py that prints a greeting.",
@@ -87,65 +92,64 @@ class FakeModel:
             "timestamp": now_ms(),
         }
 
-    def summarize(self, params: dict[str, Any]) -> dict[str, Any]:
-        lines = [line for line in params["conversation"].splitlines() if line.startswith("[User]:")]
+    def summarize(self, conversation: str) -> str:
+        lines = [line for line in conversation.splitlines() if line.startswith("[User]:")]
         goals = "\n".join(f"- {line[8:]}" for line in lines[-5:]) or "- (none)"
-        return {"summary": f"## Goal\n{goals}\n\n## Progress\n### Done\n- [x] Files edited as asked"}
+        return f"## Goal\n{goals}\n\n## Progress\n### Done\n- [x] Files edited as asked"
 
 
 class Agent:
-    def __init__(self, client: Client, workspace: Path, model: FakeModel) -> None:
-        self.client = client
+    def __init__(self, workspace: Path, model: FakeModel) -> None:
         self.workspace = workspace
         self.model = model
+        self.client: SessiondClient | None = None
+        self.updates: UpdateStream = None  # type: ignore[assignment]  # set in run()
         self.sid = ""
         self.log: list[str] = []
         self.compacting: set[str] = set()
         """Compactions sessiond announced and has not finished yet."""
 
+    @property
+    def c(self) -> SessiondClient:
+        assert self.client is not None, "connect first"
+        return self.client
+
     def say(self, line: str) -> None:
         self.log.append(line)
         print(line, flush=True)
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
-        return await self.client.request(method, {"sessionId": self.sid, **params})
+    async def summarize(self, request: SummarizeParams) -> str:
+        """sessiond's ``compaction/summarize`` request: this agent's own model writes the summary."""
+        self.say(f"summarizing {len(request.conversation)} chars for compaction {request.compactionId}")
+        return self.model.summarize(request.conversation)
 
     async def start(self) -> None:
-        self.client.on_request("compaction/summarize", self.on_summarize)
-        created = await self.client.request("session/new", {"cwd": str(self.workspace), "subscribe": True})
-        self.sid = created["sessionId"]
+        created = await self.c.session_new(cwd=self.workspace, subscribe=True)
+        self.sid = created.sessionId
         # A tiny window so that a few turns fill it: threshold compaction and overflow happen.
-        await self.call(
-            "compaction/settings",
-            {"set": {"contextWindow": 2200, "reserveTokens": 400, "keepRecentTokens": 250}},
+        await self.c.compaction_settings(
+            self.sid, set={"contextWindow": 2200, "reserveTokens": 400, "keepRecentTokens": 250}
         )
         self.say(f"session {self.sid} in {self.workspace}")
 
-    async def on_summarize(self, params: dict[str, Any]) -> Any:
-        self.say(f"summarizing {len(params['conversation'])} chars for compaction {params['compactionId']}")
-        return self.model.summarize(params)
+    async def append(self, message: dict[str, Any]) -> str:
+        appended = await self.c.append(self.sid, [{"type": "message", "message": message}])
+        return appended.leafId or ""
 
     async def edit(self, name: str, text: str) -> None:
-        await self.call("fileHistory/track", {"path": name})
+        await self.c.file_history_track(self.sid, name)  # before writing: back it up
         (self.workspace / name).write_text(text)
-        await self.call("fileHistory/track", {"path": name, "phase": "after"})
+        await self.c.file_history_track(self.sid, name, phase="after")
         self.say(f"  edited {name}")
 
     async def turn(self, step: int, prompt: str) -> None:
-        appended = await self.call(
-            "session/append",
-            {
-                "entries": [
-                    {"type": "message", "message": {"role": "user", "content": prompt, "timestamp": now_ms()}}
-                ]
-            },
-        )
-        await self.call("fileHistory/checkpoint", {"messageId": appended["leafId"]})
+        prompt_id = await self.append({"role": "user", "content": prompt, "timestamp": now_ms()})
+        await self.c.file_history_checkpoint(self.sid, prompt_id)
         self.say(f"> {prompt}")
         for _attempt in range(2):
-            context = (await self.call("context/get", {}))["messages"]
+            context = [m.model_dump() for m in (await self.c.context_get(self.sid)).messages]
             answer = self.model.complete(context, prompt, step)
-            await self.call("session/append", {"entries": [{"type": "message", "message": answer}]})
+            await self.append(answer)
             if answer["stopReason"] != "error":
                 break
             self.say(f"  model error: {answer['errorMessage']}")
@@ -155,88 +159,89 @@ class Agent:
             if block["type"] == "toolCall":
                 name = block["arguments"]["path"]
                 await self.edit(name, f"# step {step}: {prompt}\nprint('welcome')\n")
-                await self.call(
-                    "session/append",
+                await self.append(
                     {
-                        "entries": [
-                            {
-                                "type": "message",
-                                "message": {
-                                    "role": "toolResult",
-                                    "toolCallId": block["id"],
-                                    "toolName": "write",
-                                    "content": [{"type": "text", "text": f"wrote {name}"}],
-                                    "isError": False,
-                                    "timestamp": now_ms(),
-                                },
-                            }
-                        ]
-                    },
+                        "role": "toolResult",
+                        "toolCallId": block["id"],
+                        "toolName": "write",
+                        "content": [{"type": "text", "text": f"wrote {name}"}],
+                        "isError": False,
+                        "timestamp": now_ms(),
+                    }
                 )
         await self.drain()
 
-    def note(self, update: dict[str, Any]) -> None:
-        kind = update["sessionUpdate"]
-        if kind == "usage_update" and update["used"] is not None:
-            self.say(f"  context {update['used']}/{update['size']} tokens ({update['source']})")
-        elif kind == "compaction_update":
-            if update["status"] == "in_progress":
-                self.compacting.add(update["compactionId"])
+    def note(self, event: SessionUpdate) -> None:
+        update = event.update
+        if isinstance(update, UsageUpdate) and update.used is not None:
+            self.say(f"  context {update.used}/{update.size} tokens ({update.source})")
+        elif isinstance(update, CompactionUpdate):
+            if update.status == "in_progress":
+                self.compacting.add(update.compactionId)
             else:
-                self.compacting.discard(update["compactionId"])
+                self.compacting.discard(update.compactionId)
                 self.say(
-                    f"  compaction {update['status']} (reason {update['reason']}, "
-                    f"willRetry {update['willRetry']})"
+                    f"  compaction {update.status} (reason {update.reason}, willRetry {update.willRetry})"
                 )
 
     async def wait_for_retry(self) -> bool:
         """After an overflow: wait for sessiond's compaction, retry if it says so."""
-        async for update in self.client.updates(self.sid, timeout=30):
-            self.note(update)
-            if update["sessionUpdate"] == "compaction_update" and update["status"] != "in_progress":
-                return bool(update["willRetry"]) and update["status"] == "completed"
-        return False
+        while True:
+            try:
+                event = await self.updates.next(timeout=30)
+            except TimeoutError:
+                return False
+            self.note(event)
+            update = event.update
+            if isinstance(update, CompactionUpdate) and update.status != "in_progress":
+                return bool(update.willRetry) and update.status == "completed"
 
     async def drain(self) -> None:
         await asyncio.sleep(0.05)
-        for method, params in self.client.drain_notifications():
-            if method == "session/update":
-                self.note(params["update"])
+        for event in self.updates.pending():
+            self.note(event)
 
     async def finish(self) -> None:
         # Let a background compaction finish before looking at the result.
-        if self.compacting:
-            async for update in self.client.updates(self.sid, timeout=30):
-                self.note(update)
-                if not self.compacting:
-                    break
-        listed = await self.call("fileHistory/list", {})
-        first = listed["checkpoints"][0]["messageId"]
-        plan = await self.call("fileHistory/rewind", {"messageId": first, "dryRun": True})
-        would = sorted(f["path"] for f in plan["files"] if f["action"] != "none")
+        while self.compacting:
+            self.note(await self.updates.next(timeout=30))
+        listed = await self.c.file_history_list(self.sid)
+        first = listed.checkpoints[0].messageId
+        plan = await self.c.file_history_rewind(self.sid, first, dry_run=True)
+        would = sorted(f["path"] for f in plan.model_dump()["files"] if f["action"] != "none")
         self.say(f"rewinding to the first prompt would touch: {', '.join(would)}")
-        usage = await self.call("context/usage", {})
-        self.say(f"final context: {usage['used']} tokens ({usage['source']})")
+        usage = await self.c.context_usage(self.sid)
+        self.say(f"final context: {usage.used} tokens ({usage.source})")
+
+    async def run(self, socket: str | None) -> list[str]:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        async with await SessiondClient.connect(
+            socket=socket, name="agent_loop", summarizer=self.summarize
+        ) as client:
+            self.client = client
+            async with client.updates() as updates:  # every subscribed session's updates, from now on
+                self.updates = updates
+                await self.start()
+                for step, prompt in enumerate(PROMPTS):
+                    await self.turn(step, prompt)
+                await self.finish()
+        return self.log
 
 
 async def main(socket: str | None, workspace: Path) -> list[str]:
-    from sessiond.service.config import load_config  # noqa: PLC0415
-
-    workspace.mkdir(parents=True, exist_ok=True)
-    path = socket or str(load_config().socket)
-    async with await Client.connect_unix(path) as client:
-        await client.initialize("agent_loop", summarizer=True)
-        agent = Agent(client, workspace, FakeModel(overflow_at=1500))
-        await agent.start()
-        for step, prompt in enumerate(PROMPTS):
-            await agent.turn(step, prompt)
-        await agent.finish()
-        return agent.log
+    return await Agent(workspace, FakeModel(overflow_at=1500)).run(socket)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--socket")
+    parser.add_argument("--socket", help="a daemon's socket (default: the store's daemon, started if needed)")
     parser.add_argument("--workspace", type=Path, default=Path("/tmp/sessiond-agent-demo"))
     args = parser.parse_args()
-    asyncio.run(main(args.socket, args.workspace))
+    try:
+        asyncio.run(main(args.socket, args.workspace))
+    except BrokenPipeError:
+        # The reader went away (`agent_loop.py | head`): stop quietly. Point stdout at /dev/null
+        # so the interpreter's final flush does not fail again and print a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -32,8 +32,14 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .cli_commands import register as register_session_commands
-from .cli_commands.base import EXIT_INTERRUPTED, add_store_options
-from .errors import SessiondError
+from .cli_commands.base import (
+    EXIT_INTERRUPTED,
+    add_store_options,
+    neither_format,
+    path_problem,
+    started_notice,
+)
+from .errors import NotASessionError, SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
 
@@ -176,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the stream is JSON-RPC either way; a failure to connect is reported as JSON on stdout",
     )
     p.set_defaults(handler=_cmd_connect)
+    parser.set_defaults(root_parser=parser)  # `completion` describes the whole command line
     return parser
 
 
@@ -242,7 +249,7 @@ def _cmd_connect(args: argparse.Namespace) -> int:
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_BAD_INPUT, args.json)
     try:
-        return asyncio.run(bridge(config))
+        return asyncio.run(bridge(config, started_notice(config.root)))
     except SessiondError as exc:
         return _fail("connect", exc.message, EXIT_UNAVAILABLE, args.json)
 
@@ -260,8 +267,19 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     status = EXIT_OK
     for path in args.files:
+        problem = path_problem(path)  # a FIFO would block the read forever; a directory deserves a word
+        if problem is not None:
+            print(f"sessiond inspect: {problem}", file=sys.stderr)
+            results.append({"file": path, "error": problem})
+            status = EXIT_BAD_INPUT
+            continue
         try:
             results.append(inspect_file(path, options))
+        except NotASessionError as exc:
+            message = neither_format(path, exc.reason)
+            print(f"sessiond inspect: {message}", file=sys.stderr)
+            results.append({"file": path, "error": message})
+            status = EXIT_BAD_INPUT
         except SessiondError as exc:
             print(f"sessiond inspect: {exc.message}", file=sys.stderr)
             results.append({"file": path, "error": exc.message})

@@ -8,7 +8,9 @@ default store (``~/.local/share/sessiond``), Pi's and Claude Code's directories 
 user has — with one real Claude Code transcript from ``tests/fixtures`` in ``~/.claude`` so the
 "sessions of other agents" step has something to show.
 
-Beyond exit codes, the outputs are checked for what the page says they show.
+Beyond exit codes, the outputs are checked for what the page says they show, and every
+```` ```console output ```` block is compared with what the ```sh block before it printed (see
+:func:`matches`): the page's sample output cannot go stale.
 """
 
 from __future__ import annotations
@@ -39,6 +41,76 @@ def blocks() -> list[tuple[str, str]]:
         if lang == "sh":
             found.append((info.strip(), body))
     return found
+
+
+def expected_outputs() -> list[tuple[str, str]]:
+    """(script of the ```sh block, the ```console output block after it), in page order."""
+    found: list[tuple[str, str]] = []
+    script: str | None = None
+    for lang, info, body in BLOCK.findall(PAGE.read_text(encoding="utf-8")):
+        if lang == "sh":
+            script = body
+        elif lang == "console" and info.strip() == "output":
+            assert script is not None, "an output block before any command"
+            found.append((script, body))
+    return found
+
+
+ELLIPSIS = "…"
+
+
+def _normal(line: str) -> str:
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def _line_pattern(line: str) -> re.Pattern[str]:
+    """One expected line: whitespace runs are one space (table columns are sized by their
+    contents), and ``…`` inside it stands for any text (ids, counts, a clipped preview)."""
+    parts = [re.escape(p) for p in _normal(line).split(ELLIPSIS)]
+    return re.compile(".*".join(parts))
+
+
+def _fits(want: list[str], have: list[str]) -> bool:
+    """Iterative over the expected lines; a gap tries every place its next line could match."""
+    stack = [(0, 0)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(want):
+            if j == len(have):
+                return True
+            continue
+        if want[i].strip() == ELLIPSIS:
+            stack.extend((i + 1, k) for k in range(j, len(have) + 1))
+        elif j < len(have) and _line_pattern(want[i]).fullmatch(have[j]):
+            stack.append((i + 1, j + 1))
+    return False
+
+
+def matches(expected: str, actual: str) -> str | None:
+    """None when ``actual`` fits ``expected``, else why not. A line that is only ``…`` stands
+    for any number of lines (none included); otherwise the lines must follow each other, from
+    the first line of the output to the last."""
+    want = expected.rstrip("\n").split("\n")
+    have = [_normal(line) for line in actual.rstrip("\n").split("\n")]
+    if _fits(want, have):
+        return None
+    # Say where it went wrong: after the longest run of expected lines that still fits.
+    k = next(k for k in range(len(want), -1, -1) if _fits([*want[:k], ELLIPSIS], have))
+    missing = repr(want[k]) if k < len(want) else "the end of the output"
+    return f"the page's line {k + 1}, {missing}, is not what was printed there"
+
+
+def test_the_output_matcher() -> None:
+    assert matches("a\n…\nc", "a\nb\nb2\nc") is None
+    assert matches("a\n…\nc", "a\nc") is None
+    assert matches("a  b\nx …", "a b\nx 123 tokens") is None
+    assert matches("a\nc", "a\nb\nc") is not None
+    assert matches("a\n…", "a\nanything\nelse") is None
+    assert matches("…\nz", "a\nz\nq") is not None
 
 
 def test_page_has_runnable_steps() -> None:
@@ -115,6 +187,16 @@ def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:
             claude = output_of("ls --root claude")
             assert "claude-code" in claude, claude
         assert "◀ leaf" in output_of("tree examples/auth-refactor.jsonl")
+
+        # The page's sample output is what the commands print now.
+        samples = expected_outputs()
+        assert len(samples) >= 3
+        for script, expected in samples:
+            actual = next(out for ran, out in outputs if ran == script)
+            problem = matches(expected, actual)
+            assert problem is None, (
+                f"{script.strip()}\n{problem}\n--- the page\n{expected}--- printed\n{actual}"
+            )
 
         # The label and the fork are in the files, where Pi would read them.
         files = sorted(store.joinpath("sessions").rglob("*.jsonl"))

@@ -69,7 +69,7 @@ ERRORS: dict[ErrorCode, str] = {
     ErrorCode.NOTHING_TO_COMPACT: "Nothing to compact: `data.reason` is `already_compacted` or `nothing_to_compact`.",
     ErrorCode.SUMMARY_REFUSED: "The summarizer's answer cannot be a checkpoint (error, cut off, a tool call, empty); nothing was written.",
     ErrorCode.PREPARATION_STALE: "The preparation no longer matches the branch (it moved, or was already compacted).",
-    ErrorCode.PATH_REFUSED: "The path leaves the session's cwd and configured roots, or passes through a symlink (`data.path`, `data.reason`).",
+    ErrorCode.PATH_REFUSED: "The path leaves the session's cwd and configured roots, or passes through a symlink (`data.path`, `data.reason`); for a rewind: the session's directory is not the one its file history was recorded in (`data.recorded`, `data.current`: `{dev, ino}`).",
     ErrorCode.CHECKPOINT_NOT_FOUND: "No file-history checkpoint with this messageId in the session.",
     ErrorCode.SUMMARIZER_UNAVAILABLE: "The chosen summarizer cannot be used (not configured, no capable client connected).",
     ErrorCode.PROTOCOL_VERSION_MISMATCH: "`initialize` asked for another protocol version than the server's (`data.clientVersion`, `data.serverVersion`); upgrade the older side.",

@@ -9,6 +9,9 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.tail` — ``tail``
 * :mod:`.doctor` — ``doctor``
 * :mod:`.ui` — ``ui`` (opens the daemon's web viewer)
+* :mod:`.daemon` — ``status``, ``stop``
+* :mod:`.service` — ``service`` (a systemd user unit, a launchd agent)
+* :mod:`.completion` — ``completion`` (bash, zsh, fish)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -20,7 +23,7 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
-    from . import changes, doctor, rewind, sessions, tail, ui  # noqa: PLC0415
+    from . import changes, completion, daemon, doctor, rewind, service, sessions, tail, ui  # noqa: PLC0415
 
     sessions.register(sub)
     changes.register(sub)
@@ -28,3 +31,6 @@ def register(sub: Any) -> None:
     tail.register(sub)
     doctor.register(sub)
     ui.register(sub)
+    daemon.register(sub)
+    service.register(sub)
+    completion.register(sub)

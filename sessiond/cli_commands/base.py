@@ -19,8 +19,9 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -176,13 +177,18 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
 # ---------------------------------------------------------------------------- options
 
 
+STORE_HELP = "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
+SOCKET_HELP = (
+    "the daemon's Unix socket (default: for the default store $XDG_RUNTIME_DIR/sessiond/sessiond.sock "
+    "when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock)"
+)
+
+
 def add_store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--store", metavar="DIR", help="store root (default: $SESSIOND_HOME or ~/.local/share/sessiond)"
-    )
-    p.add_argument(
-        "--socket", metavar="PATH", help="Unix socket path (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock)"
-    )
+    """``--store``/``--socket``, whose help states the defaults the daemon really uses
+    (:mod:`sessiond.store.layout`, ``Config.run_dir``): a test keeps them in step."""
+    p.add_argument("--store", metavar="DIR", help=STORE_HELP)
+    p.add_argument("--socket", metavar="PATH", help=SOCKET_HELP)
 
 
 def add_daemon_options(p: argparse.ArgumentParser) -> None:
@@ -242,7 +248,7 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
         if getattr(args, "no_start", False):
             reader, writer = await asyncio.open_unix_connection(str(socket), limit=2**26)
         else:
-            reader, writer = await connect_or_start(config)
+            reader, writer = await connect_or_start(config, started_notice(config.root))
     except (FileNotFoundError, ConnectionRefusedError):
         raise CliError(
             f"no daemon is running for the store {config.root} (socket {socket}); "
@@ -258,7 +264,7 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
         ) from None
     client = Client(reader, writer)
     try:
-        await call(client, "initialize", _initialize_params(name), timeout=15)
+        await call(client, "initialize", initialize_params(name), timeout=15)
         await client.notify("initialized", {})
         yield client
     finally:
@@ -266,7 +272,22 @@ async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli")
             await client.close()
 
 
-def _initialize_params(name: str) -> dict[str, Any]:
+def started_notice(store: Path) -> Callable[[int, Path], None]:
+    """What a command that had to start the daemon tells the user (stderr): it keeps running
+    after the command ends, so say which process it is, where it logs and how to stop it."""
+
+    def tell(pid: int, log: Path) -> None:
+        print(
+            f"sessiond: no daemon was running for the store {store}; started one "
+            f"(pid {pid}, log {log}). It keeps running: `sessiond stop` stops it.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return tell
+
+
+def initialize_params(name: str) -> dict[str, Any]:
     from .. import __version__  # noqa: PLC0415
 
     return {"protocolVersion": 1, "clientInfo": {"name": name, "version": __version__}}
@@ -289,7 +310,106 @@ async def call(client: Any, method: str, params: Any = None, *, timeout: float |
 
 # ---------------------------------------------------------------------------- what a SESSION argument is
 
+MIN_PREFIX = 4
+"""Shortest id prefix a SESSION argument may be (as with git's abbreviated hashes)."""
+_FULL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def match_session_id(target: str, ids: Iterable[str]) -> str:
+    """The session ``target`` names among ``ids``: itself when it is one, else the one id it is a
+    prefix of. Ambiguous: :class:`CliError` naming the candidates. None matching: ``target`` as
+    given (the daemon then says it does not know it)."""
+    matches: list[str] = []
+    for sid in ids:
+        if sid == target:
+            return target
+        if sid.startswith(target):
+            matches.append(sid)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        matches.sort()
+        shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+        raise CliError(
+            f"{target!r} is ambiguous: {len(matches)} sessions start with it ({shown}); give more of the id",
+            EXIT_USAGE,
+            candidates=matches[:50],
+        )
+    return target
+
+
+def wants_prefix_match(target: str) -> bool:
+    """Whether resolving ``target`` needs the listing: a full UUID or a short string is taken as is."""
+    return len(target) >= MIN_PREFIX and _FULL_UUID.fullmatch(target) is None
+
+
+async def resolve_session(client: Any, target: str) -> str:
+    """The full id of the session ``target`` names (an id or a unique prefix of one, in any
+    root: the store, Pi's, Claude Code's), asking the daemon's listing only when needed."""
+    if not wants_prefix_match(target):
+        return target
+    ids: list[str] = []
+    params: dict[str, Any] = {"limit": 1000}
+    while True:
+        page = await call(client, "session/list", params, timeout=300)
+        ids += [s["sessionId"] for s in page["sessions"]]
+        if target in ids or not page.get("nextCursor"):
+            break
+        params["cursor"] = page["nextCursor"]
+    return match_session_id(target, ids)
+
 
 def looks_like_file(value: str) -> bool:
-    """A FILE argument (a path) rather than a session id: it exists, or has a slash or .jsonl."""
-    return os.path.isfile(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+    """A FILE argument (a path) rather than a session id: something exists there (a file, or a
+    directory or FIFO to be told about), or it has a slash or .jsonl."""
+    return os.path.lexists(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+
+
+def path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a session file — what it is instead — or None for a
+    regular file. Only ``stat``: a FIFO is never opened (that would wait for a writer)."""
+    import stat  # noqa: PLC0415
+
+    shown = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"{shown} is a symlink to {os.readlink(path)}, which does not exist"
+        return f"no such file: {shown}"
+    except NotADirectoryError:
+        return f"no such file: {shown} (a component of the path is not a directory)"
+    except PermissionError:
+        return f"cannot read {shown}: permission denied"
+    except OSError as exc:
+        return f"cannot read {shown}: {exc.strerror or exc}"
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return (
+            f"{shown} is a directory, not a session file (a session is one .jsonl file; "
+            f"`sessiond ls --cwd {shown}` lists the sessions recorded in a working directory)"
+        )
+    if stat.S_ISFIFO(mode):
+        return f"{shown} is a named pipe (FIFO), not a session file: only regular files are read"
+    if stat.S_ISCHR(mode):
+        return f"{shown} is a character device, not a session file"
+    if stat.S_ISBLK(mode):
+        return f"{shown} is a block device, not a session file"
+    if stat.S_ISSOCK(mode):
+        return f"{shown} is a Unix socket, not a session file"
+    return f"{shown} is not a regular file"
+
+
+NEITHER_FORMAT = (
+    "a Pi session starts with a header line such as "
+    '{"type":"session","version":3,"id":…}; a Claude Code transcript is lines of records '
+    "carrying uuid, parentUuid and sessionId"
+)
+
+
+def neither_format(path: str | os.PathLike[str], reason: str) -> str:
+    """The message for a file read as a session that is neither format sessiond knows."""
+    shown = os.fspath(path)
+    return f"{shown} is neither a Pi session nor a Claude Code transcript ({reason}): {NEITHER_FORMAT}"

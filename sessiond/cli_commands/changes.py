@@ -19,6 +19,7 @@ from .base import (
     call,
     daemon_client,
     non_negative,
+    resolve_session,
     runner,
 )
 from .render import one_line, tokens
@@ -85,6 +86,7 @@ async def cmd_label(args: argparse.Namespace, out: Output) -> int:
         raise CliError("a LABEL is required (or --clear to remove the label)", EXIT_USAGE)
     label = None if args.clear else args.label
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
         result = await call(
             client, "tree/label", {"sessionId": args.session, "entryId": args.entry, "label": label}
         )
@@ -111,12 +113,26 @@ async def cmd_label(args: argparse.Namespace, out: Output) -> int:
 async def cmd_fork(args: argparse.Namespace, out: Output) -> int:
     position = "at" if args.at else "before"
     async with daemon_client(args) as client:
-        result = await call(
-            client,
-            "session/fork",
-            {"sessionId": args.session, "entryId": args.entry, "position": position},
-            timeout=300,
-        )
+        args.session = await resolve_session(client, args.session)
+        try:
+            result = await call(
+                client,
+                "session/fork",
+                {"sessionId": args.session, "entryId": args.entry, "position": position},
+                timeout=300,
+            )
+        except CliError as exc:
+            if position == "before" and exc.data.get("field") == "entryId":
+                what = await _entry_kind(client, args.session, args.entry)
+                if what is not None:
+                    raise CliError(
+                        f"{args.entry} is {what}: `fork` starts a new session before a user message "
+                        f"(to send it again differently). To copy the session up to and including "
+                        f"{args.entry}, use: sessiond fork --at {args.session} {args.entry}",
+                        EXIT_USAGE,
+                        **exc.data,
+                    ) from None
+            raise
     if out.json:
         out.emit({"sourceSessionId": args.session, "entryId": args.entry, "position": position, **result})
         return EXIT_OK
@@ -129,6 +145,26 @@ async def cmd_fork(args: argparse.Namespace, out: Output) -> int:
     if result.get("selectedText"):
         out.show(Text(f"  the prompt to re-send: {one_line(result['selectedText'], 200)}"))
     return EXIT_OK
+
+
+async def _entry_kind(client: Any, session_id: str, entry_id: str) -> str | None:
+    """What an entry is, in words (``an assistant message``, ``a compaction entry``); None if
+    the session has no such entry (the daemon's error stands then)."""
+    try:
+        tree = await call(client, "tree/get", {"sessionId": session_id}, timeout=300)
+    except CliError:
+        return None
+    node = next((n for n in tree.get("nodes", []) if n.get("id") == entry_id), None)
+    if node is None:
+        return None
+    kind = str(node.get("type") or "unknown")
+    if kind == "message":
+        role = str(node.get("role") or "unknown")
+        words = {"toolResult": "tool result", "bashExecution": "bash execution"}.get(role, role)
+        noun = f"{words} message"
+    else:
+        noun = f"{kind.replace('_', ' ')} entry"
+    return ("an " if noun[0] in "aeiou" else "a ") + noun
 
 
 # ---------------------------------------------------------------------------- compact
@@ -169,6 +205,7 @@ async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
         disable=not show_progress,
     )
     async with daemon_client(args) as client:
+        args.session = await resolve_session(client, args.session)
         await call(client, "session/load", {"sessionId": args.session, "subscribe": True})
         with progress:
             task = progress.add_task("Compacting", total=100)

@@ -247,6 +247,12 @@ def _message_blocks(entry: dict[str, Any], message: Any, opts: ShowOptions) -> l
     if type(error) is str and error:
         body_parts.append(f"_[error] {one_line(error, 300)}_")
     body = "\n\n".join(p.strip("\n") for p in body_parts if p.strip())
+    if not body and role == "assistant":
+        # Nothing to read (Claude Code writes whitespace-only text pieces while it streams): a
+        # heading with nothing under it is noise, unless every entry was asked for.
+        if not opts.all_entries:
+            return []
+        body = "_(no text)_"
     return [Block("message", " · ".join(parts), style, body, eid)]
 
 

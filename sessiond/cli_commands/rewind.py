@@ -3,7 +3,8 @@
 The plan is the daemon's own dry run (the same checks the real run makes), with the diff
 since the checkpoint; then a confirmation (``--yes`` skips it; without a terminal to ask on
 the command refuses). Files the plan leaves alone (someone else's edits: conflicts; paths it
-may never write: refused) make the exit code 4.
+may never write: refused) make the exit code 4, and so does a rewind refused as a whole (the
+session's directory is not the one its file history was recorded in).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from .base import (
     add_daemon_options,
     call,
     daemon_client,
+    resolve_session,
     runner,
 )
 from .render import clip_lines
+
+_PATH_REFUSED = -32028
 
 STATUS_STYLES = {
     "ok": "green",
@@ -146,9 +150,17 @@ async def cmd_rewind(args: argparse.Namespace, out: Output) -> int:
         raise CliError("--diff-lines must not be negative", EXIT_USAGE)
     if out.json and not (args.yes or args.dry_run):
         raise CliError("--json needs --yes (rewind without asking) or --dry-run (only the plan)", EXIT_USAGE)
-    base = {"sessionId": args.session, "messageId": args.message, "force": args.force}
     async with daemon_client(args) as client:
-        plan = await call(client, "fileHistory/rewind", {**base, "dryRun": True}, timeout=300)
+        args.session = await resolve_session(client, args.session)
+        base = {"sessionId": args.session, "messageId": args.message, "force": args.force}
+        try:
+            plan = await call(client, "fileHistory/rewind", {**base, "dryRun": True}, timeout=300)
+        except CliError as exc:
+            if exc.data.get("rpcCode") == _PATH_REFUSED:
+                # The session's directory is not the one the history was recorded in: a refusal
+                # of the whole rewind, like a refused file (exit 4), not a mistake in the input.
+                exc.code = EXIT_REFUSED
+            raise
         diff: dict[str, Any] | None = None
         if not args.no_diff:
             try:

@@ -162,10 +162,13 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
     table.add_column("FORMAT", no_wrap=True)
     table.add_column("ROOT", no_wrap=True)
     for s in sessions:
+        title = Text()
+        if s.get("parentSession"):
+            title.append("⑂ ", style="bold blue")  # a fork: --json's parentSession is its source
         if s.get("title"):
-            title = Text(one_line(s["title"], 50))
+            title.append(one_line(s["title"], 48))
         else:
-            title = Text(one_line(s.get("firstMessage") or "", 50), "dim")
+            title.append(one_line(s.get("firstMessage") or "", 48), "dim")
         table.add_row(
             s["sessionId"],
             title,
@@ -217,7 +220,7 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
         )
         return EXIT_OK
     blocks = [b for e in entries for b in entry_blocks(e, opts)]
-    heading = info.get("name") or f"Session {info['sessionId']}"
+    heading = info.get("name") or _first_prompt(entries) or f"Session {info['sessionId']}"
     leaf = args.leaf or info.get("leafId")
     meta = [
         str(info["sessionId"]),
@@ -232,6 +235,17 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
         out.out.file.write(markdown_document(heading, meta, blocks))
         out.out.file.flush()
     return EXIT_OK
+
+
+def _first_prompt(entries: list[Any]) -> str | None:
+    """The first user message's text on the branch, on one line (the title of a session with no name)."""
+    for entry in entries:
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = one_line(message_preview(message, 100), 100)
+            if text:
+                return text
+    return None
 
 
 # ---------------------------------------------------------------------------- tree
@@ -398,7 +412,11 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
             }
         )
         return EXIT_OK
-    title = f"{one_line(str(info.get('name') or info['sessionId']), 200)}  ({len(nodes)} entries)"
+    # Like ls's TITLE: the session's name (a Claude Code title), else its first prompt.
+    named = info.get("name") or next(
+        (n.get("preview") for n in nodes if n.get("role") == "user" and n.get("preview")), None
+    )
+    title = f"{one_line(str(named or info['sessionId']), 200)}  ({len(nodes)} entries)"
     out.show(build_tree(title, nodes, leaf, args.width, branch))
     return EXIT_OK
 

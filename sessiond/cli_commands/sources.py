@@ -29,6 +29,11 @@ from .base import (
     daemon_client,
     load_config,
     looks_like_file,
+    match_session_id,
+    neither_format,
+    path_problem,
+    resolve_session,
+    wants_prefix_match,
 )
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
@@ -109,12 +114,14 @@ class FileSource:
             self.key, self.label = "sessionId", session_id
         else:
             self.label = str(self.path.absolute())
-        if not self.path.is_file():
-            raise CliError(f"no such file: {path}", EXIT_USAGE)
+        problem = path_problem(self.path)
+        if problem is not None:
+            raise CliError(problem, EXIT_USAGE)
         self._out = out
 
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
+        from ..errors import NotASessionError  # noqa: PLC0415
         from ..formats import claude_code as cc  # noqa: PLC0415
         from ..store.claude import ClaudeSession  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
@@ -132,6 +139,8 @@ class FileSource:
             )
         except OSError as exc:
             raise CliError(f"cannot read {self.path}: {exc.strerror or exc}", EXIT_USAGE) from None
+        except NotASessionError as exc:
+            raise CliError(neither_format(self.path, exc.reason), EXIT_USAGE) from None
         except (ValueError, KeyError) as exc:
             raise CliError(f"{self.path} is not a session: {exc}", EXIT_USAGE) from None
 
@@ -288,9 +297,12 @@ async def open_source(
     else:
         async with daemon_or_none(args, out) as client:
             if client is not None:
-                yield DaemonSource(client, target, out)
+                yield DaemonSource(client, await resolve_session(client, target), out)
                 return
-        root, path = catalog(config).find(target)
+        found = catalog(config)
+        if wants_prefix_match(target):
+            target = match_session_id(target, (x.info.id for x in found.list_all()))
+        root, path = found.find(target)
         source = FileSource(path, config, session_id=target, root=root, out=out)
     await source.load()
     try:

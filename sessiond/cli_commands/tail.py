@@ -7,7 +7,16 @@ from typing import Any
 
 from rich.text import Text
 
-from .base import EXIT_OK, Output, add_daemon_options, call, daemon_client, non_negative, runner
+from .base import (
+    EXIT_OK,
+    Output,
+    add_daemon_options,
+    call,
+    daemon_client,
+    non_negative,
+    resolve_session,
+    runner,
+)
 from .render import ROLE_STYLES, message_preview, one_line, tokens, when
 
 
@@ -143,9 +152,9 @@ async def _entries_after(
 
 
 async def cmd_tail(args: argparse.Namespace, out: Output) -> int:
-    sid = args.session
-    printer = _Printer(out, sid, args.width)
     async with daemon_client(args) as client:
+        sid = await resolve_session(client, args.session)
+        printer = _Printer(out, sid, args.width)
         await call(client, "session/load", {"sessionId": sid, "subscribe": args.follow})
         first = await call(client, "session/entries", {"sessionId": sid, "limit": 1})
         total = int(first["total"])

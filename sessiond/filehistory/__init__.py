@@ -20,10 +20,11 @@ from .errors import (
     InvalidSnapshotError,
     PathRefusedError,
     RewindOrderError,
+    RootChangedError,
 )
 from .history import INITIAL, FileAction, FileHistory, RewindPlan, RewindResult, parse_snapshot, totals
 from .states import MISSING, FileState, content_key, same_state
-from .workspace import Located, Workspace
+from .workspace import Located, RootId, Workspace
 
 __all__ = [
     "INITIAL",
@@ -46,6 +47,8 @@ __all__ = [
     "RewindOrderError",
     "RewindPlan",
     "RewindResult",
+    "RootChangedError",
+    "RootId",
     "Workspace",
     "content_key",
     "diff_states",

@@ -24,6 +24,7 @@ __all__ = [
     "InvalidSnapshotError",
     "PathRefusedError",
     "RewindOrderError",
+    "RootChangedError",
 ]
 
 
@@ -44,6 +45,35 @@ class PathRefusedError(FileHistoryError):
         super().__init__(f"Refused {path!r}: {reason}", path=path, reason=reason)
         self.path = path
         self.reason = reason
+
+
+class RootChangedError(PathRefusedError):
+    """The directory a root's path leads to now is not the one the file history was recorded in
+    (replaced by a symlink to another directory, deleted and created again, re-pointed): writing
+    there would put one directory's contents into another. Refused like any path, never forced.
+
+    ``recorded``/``current`` are ``{"dev", "ino"}`` (``recorded`` is None for snapshots written
+    before identities were recorded; ``current`` None when the root cannot be reached)."""
+
+    def __init__(
+        self,
+        root: str,
+        reason: str,
+        recorded: dict[str, int] | None,
+        current: dict[str, int] | None,
+    ) -> None:
+        FileHistoryError.__init__(
+            self,
+            f"Refused {root!r}: {reason}",
+            path=root,
+            reason=reason,
+            recorded=recorded,
+            current=current,
+        )
+        self.path = root
+        self.reason = reason
+        self.recorded = recorded
+        self.current = current
 
 
 class FileAccessError(FileHistoryError):

@@ -17,6 +17,10 @@ A rewind is three calls, and the order is the safety argument::
 ``execute`` overwrites or deletes a file only if it still holds exactly what ``undo_data``
 backed up (``force`` included), so whatever a rewind replaces can be put back by rewinding to
 the undo id. Conflicts are judged against ``seen``: what this session last saw or wrote.
+
+Every snapshot records the identity (device, inode) of each root it was taken in (``roots``);
+a rewind restores states only into the directory they were recorded in, so a session directory
+replaced by a symlink to another one, or by another directory, is refused as a whole.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from .errors import (
     PathRefusedError,
     RewindOrderError,
 )
-from .states import FileState, content_key, same_state
-from .workspace import Workspace
+from .states import SYMLINK_PREFIX, FileState, content_key, same_state
+from .workspace import RootId, Workspace, identity_json, root_mismatch
 
 SnapshotKind: TypeAlias = Literal["checkpoint", "update", "undo"]
 Action: TypeAlias = Literal["none", "write", "delete", "symlink"]
@@ -125,6 +129,11 @@ class RewindPlan:
     backed_up: dict[str, FileState | FileHistoryError] = field(default_factory=dict)
     """Per file to change: the state the undo snapshot recorded, or why it could not."""
     executed: bool = False
+    roots: dict[str, RootId] = field(default_factory=dict)
+    """The identity each root the plan touches must still have when it is carried out."""
+    own_links: dict[str, str] = field(default_factory=dict)
+    """For an undo: key -> the symlink (content key) the undone rewind created there, which the
+    undo may replace although it is a symlink."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -161,12 +170,36 @@ class RewindResult:
 # ---------------------------------------------------------------------- parsing
 
 
+Roots: TypeAlias = dict[str, RootId]
+
+
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     message_id: str | None
     kind: SnapshotKind
     files: dict[str, FileState]
     seen: dict[str, str]
+    roots: Roots | None
+    """Root path -> identity when it was taken; None for snapshots written before identities."""
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _parse_roots(raw: object) -> Roots | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise InvalidSnapshotError("roots must map root paths to {dev, ino}")
+    out: Roots = {}
+    for path, ident in raw.items():
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidSnapshotError("a root must be an absolute path", root=path)
+        if not (isinstance(ident, Mapping) and _is_count(ident.get("dev")) and _is_count(ident.get("ino"))):
+            raise InvalidSnapshotError("a root's identity is {dev, ino}: integers >= 0", root=path)
+        out[path] = (ident["dev"], ident["ino"])
+    return out
 
 
 def parse_snapshot(data: object) -> _Snapshot:
@@ -203,7 +236,11 @@ def parse_snapshot(data: object) -> _Snapshot:
         seen[key] = value
     if message_id is None and (files or checked == "checkpoint"):
         raise InvalidSnapshotError("a snapshot with files needs a messageId")
-    return _Snapshot(message_id, checked, files, seen)
+    return _Snapshot(message_id, checked, files, seen, _parse_roots(data.get("roots")))
+
+
+def _roots_json(roots: Roots) -> dict[str, Any]:
+    return {path: identity_json(ident) for path, ident in roots.items()}
 
 
 # ---------------------------------------------------------------------- the history
@@ -229,6 +266,14 @@ class FileHistory:
         """key -> its state when first tracked."""
         self.seen: dict[str, str] = {}
         """key -> content key of what this session last saw or wrote."""
+        self.known_roots: Roots = {}
+        """root path -> the first identity a snapshot recorded for it: what states recorded
+        without one (older snapshots, Claude Code's) are compared with."""
+        self._state_roots: dict[str, dict[str, Roots | None]] = {}
+        """messageId -> key -> the roots recorded with the snapshot its state came from."""
+        self._first_roots: dict[str, Roots | None] = {}
+        self._rewrote: dict[str, dict[str, str]] = {}
+        """undo id -> what the rewind it undoes wrote (key -> content key)."""
         self._seq = 0
         self._message_seq: dict[str, int] = {}
         self._first_seq: dict[str, int] = {}
@@ -243,19 +288,26 @@ class FileHistory:
         with self._lock:
             self._seq += 1
             mid = snap.message_id
+            for path, ident in (snap.roots or {}).items():
+                self.known_roots.setdefault(path, ident)
             if mid is not None and (snap.kind != "update" or snap.files):
                 files = self.checkpoints.get(mid)
                 if files is None:
                     files = self.checkpoints[mid] = {}
                     self._message_seq[mid] = self._seq
+                labels = self._state_roots.setdefault(mid, {})
                 if snap.kind != "update" or mid not in self.kinds:
                     self.kinds[mid] = snap.kind
                 for key, state in snap.files.items():
                     files[key] = state
+                    labels[key] = snap.roots
                     if snap.kind != "undo" and key not in self.tracked:
                         self.tracked.add(key)
                         self.first_state[key] = state
+                        self._first_roots[key] = snap.roots
                         self._first_seq[key] = self._seq
+            if mid is not None and snap.kind == "undo" and snap.seen:
+                self._rewrote.setdefault(mid, {}).update(snap.seen)
             self.seen.update(snap.seen)
 
     def _record(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -288,6 +340,9 @@ class FileHistory:
             return out
 
     def target(self, message_id: str) -> dict[str, FileState]:
+        return {key: state for key, (state, _) in self._targets(message_id).items()}
+
+    def _targets(self, message_id: str) -> dict[str, tuple[FileState, Roots | None]]:
         """key -> the state a rewind to ``message_id`` restores: the file's state in that
         snapshot (the last entry for it wins), or — for a file first tracked after it — its state
         when first tracked. For an undo id: exactly the files that rewind replaced. A file
@@ -297,16 +352,59 @@ class FileHistory:
             files = self.checkpoints.get(message_id)
             if files is None:
                 raise CheckpointNotFoundError(message_id)
+            labels = self._state_roots.get(message_id, {})
             if self.kinds.get(message_id) == "undo":
-                return dict(files)
+                return {key: (state, labels.get(key)) for key, state in files.items()}
             since = self._message_seq[message_id]
-            out: dict[str, FileState] = {}
+            out: dict[str, tuple[FileState, Roots | None]] = {}
             for key in self.tracked:
                 if key in files:
-                    out[key] = files[key]
+                    out[key] = (files[key], labels.get(key))
                 elif self._first_seq.get(key, 0) > since:
-                    out[key] = self.first_state[key]
+                    out[key] = (self.first_state[key], self._first_roots.get(key))
             return out
+
+    # ------------------------------------------------------------------ the roots' identities
+
+    def _recorded_root(self, root: str, labels: Roots | None) -> RootId | None:
+        """The identity ``root`` had when a state was recorded: the one its snapshot recorded, else
+        the first one any snapshot recorded (older snapshots carry none), else None."""
+        if labels is not None and root in labels:
+            return labels[root]
+        return self.known_roots.get(root)
+
+    def _check_roots(self, targets: dict[str, tuple[FileState, Roots | None]]) -> Roots:
+        """The identity each root holding a target must have, checked against the disk now.
+
+        Raises :class:`RootChangedError` when a root leads to another directory than the one
+        its states were recorded in (or they were recorded in two different ones); with no
+        identity recorded at all, when the root's path is itself a symlink now (it cannot be
+        told from a swapped one). Keys outside every root are left to the per-file refusal."""
+        expected: dict[str, set[RootId | None]] = {}
+        for key, (_, labels) in targets.items():
+            try:
+                root = self.workspace.locate(key).root
+            except PathRefusedError:
+                continue
+            expected.setdefault(root, set()).add(self._recorded_root(root, labels))
+        out: Roots = {}
+        for root in sorted(expected):
+            now = self.workspace.identity(root)
+            recorded = sorted(r for r in expected[root] if r is not None)
+            if len(recorded) > 1:
+                # States from two incarnations of the directory: whichever it is now, some of
+                # them would land in the wrong one.
+                wrong = next((r for r in recorded if r != now), recorded[0])
+                raise root_mismatch(root, wrong, now)
+            if recorded:
+                (want,) = recorded
+                if now != want:
+                    raise root_mismatch(root, want, now)
+            elif now is not None and self.workspace.is_symlink(root):
+                raise root_mismatch(root, None, now)
+            if now is not None:
+                out[root] = now
+        return out
 
     # ------------------------------------------------------------------ recording
 
@@ -324,20 +422,29 @@ class FileHistory:
         _, key = self.workspace.resolve(path)
         with self._lock:
             mid = message_id if message_id is not None else (self.latest_checkpoint_id() or INITIAL)
-            if phase == "after":
-                return self._record(
-                    {
-                        "messageId": mid,
-                        "kind": "update",
-                        "files": {},
-                        "seen": {key: self.workspace.current_key(key)},
-                    }
-                )
-            state = self.workspace.read_state(key, self.blobs)
+            roots = self.workspace.identities()
+            with self.workspace.pinned(roots):
+                if phase == "after":
+                    return self._record(
+                        {
+                            "messageId": mid,
+                            "kind": "update",
+                            "files": {},
+                            "seen": {key: self.workspace.current_key(key)},
+                            "roots": _roots_json(roots),
+                        }
+                    )
+                state = self.workspace.read_state(key, self.blobs)
             recorded = key in self.checkpoints.get(mid, {}) and self.kinds.get(mid) != "undo"
             files = {} if recorded else {key: state.to_json()}
             return self._record(
-                {"messageId": mid, "kind": "update", "files": files, "seen": {key: content_key(state)}}
+                {
+                    "messageId": mid,
+                    "kind": "update",
+                    "files": files,
+                    "seen": {key: content_key(state)},
+                    "roots": _roots_json(roots),
+                }
             )
 
     def checkpoint(self, message_id: str) -> dict[str, Any]:
@@ -350,17 +457,36 @@ class FileHistory:
         let a later rewind revert it without a conflict.
         """
         with self._lock:
-            existing = self.checkpoints.get(message_id, {}) if self.kinds.get(message_id) != "undo" else {}
+            undo = self.kinds.get(message_id) == "undo"
+            existing = self.checkpoints.get(message_id, {}) if not undo else {}
+            labels = self._state_roots.get(message_id, {})
+            roots = self.workspace.identities()
             files: dict[str, Any] = {}
-            for key in sorted(self.tracked):
-                if key in existing:
-                    files[key] = existing[key].to_json()
-                    continue
-                try:
-                    files[key] = self.workspace.read_state(key, self.blobs).to_json()
-                except FileHistoryError:
-                    continue
-            return self._record({"messageId": message_id, "kind": "checkpoint", "files": files, "seen": {}})
+            with self.workspace.pinned(roots):
+                for key in sorted(self.tracked):
+                    if key in existing:
+                        # Recorded earlier for this prompt: carried, unless it was recorded in
+                        # another directory than the root is now (then the earlier entry keeps it).
+                        try:
+                            root = self.workspace.locate(key).root
+                        except PathRefusedError:
+                            continue
+                        if self._recorded_root(root, labels.get(key)) in (None, roots.get(root)):
+                            files[key] = existing[key].to_json()
+                        continue
+                    try:
+                        files[key] = self.workspace.read_state(key, self.blobs).to_json()
+                    except FileHistoryError:
+                        continue
+            return self._record(
+                {
+                    "messageId": message_id,
+                    "kind": "checkpoint",
+                    "files": files,
+                    "seen": {},
+                    "roots": _roots_json(roots),
+                }
+            )
 
     # ------------------------------------------------------------------ diff
 
@@ -395,25 +521,35 @@ class FileHistory:
         """What a rewind to ``message_id`` does, file by file; nothing is written. This is the
         dry run, and exactly what :meth:`execute` carries out for files unchanged meanwhile."""
         with self._lock:
-            targets = self.target(message_id)
-            return RewindPlan(
-                message_id, force, [self._evaluate(k, targets[k], force) for k in sorted(targets)]
-            )
+            targets = self._targets(message_id)
+            roots = self._check_roots(targets)
+            own_links: dict[str, str] = {}
+            if self.kinds.get(message_id) == "undo":
+                own_links = {
+                    k: v for k, v in self._rewrote.get(message_id, {}).items() if v.startswith(SYMLINK_PREFIX)
+                }
+            with self.workspace.pinned(roots):
+                files = [self._evaluate(k, targets[k][0], force, own_links.get(k)) for k in sorted(targets)]
+            return RewindPlan(message_id, force, files, roots=roots, own_links=own_links)
 
-    def _evaluate(self, key: str, target: FileState, force: bool) -> FileAction:
+    def _evaluate(self, key: str, target: FileState, force: bool, own_link: str | None) -> FileAction:
         try:
             current = self.workspace.read_state(key, None)
         except PathRefusedError as exc:
             return FileAction(key, target.action, "refused", target, None, exc.reason)
         except FileHistoryError as exc:
             return FileAction(key, target.action, "failed", target, None, _reason(exc))
-        return self._judge(key, current, target, force)
+        return self._judge(key, current, target, force, own_link)
 
-    def _judge(self, key: str, current: FileState, target: FileState, force: bool) -> FileAction:
+    def _judge(
+        self, key: str, current: FileState, target: FileState, force: bool, own_link: str | None = None
+    ) -> FileAction:
+        """``own_link``: for an undo, the symlink the undone rewind created at ``key`` — the one
+        symlink a rewind may replace by a file or delete (it puts back what that rewind replaced)."""
         if same_state(current, target):
             return FileAction(key, "none", "ok", target, current)
         action = target.action
-        if current.kind == "symlink" and target.kind != "symlink":
+        if current.kind == "symlink" and target.kind != "symlink" and content_key(current) != own_link:
             return FileAction(key, action, "refused", target, current, "is a symlink")
         if target.kind == "file" and target.blob is not None and not self.blobs.has(target.blob):
             return FileAction(key, action, "failed", target, current, f"the backup {target.blob} is missing")
@@ -438,18 +574,27 @@ class FileHistory:
             if plan.undo_id is not None:
                 raise RewindOrderError("this plan already has an undo snapshot; plan the rewind again")
             files: dict[str, Any] = {}
-            for f in plan.files:
-                if not f.changes:
-                    continue
-                try:
-                    state = self.workspace.read_state(f.path, self.blobs)
-                except FileHistoryError as exc:
-                    plan.backed_up[f.path] = exc
-                    continue
-                plan.backed_up[f.path] = state
-                files[f.path] = state.to_json()
+            with self.workspace.pinned(plan.roots):
+                for f in plan.files:
+                    if not f.changes:
+                        continue
+                    try:
+                        state = self.workspace.read_state(f.path, self.blobs)
+                    except FileHistoryError as exc:
+                        plan.backed_up[f.path] = exc
+                        continue
+                    plan.backed_up[f.path] = state
+                    files[f.path] = state.to_json()
             plan.undo_id = undo_id
-            return self._record({"messageId": undo_id, "kind": "undo", "files": files, "seen": {}})
+            return self._record(
+                {
+                    "messageId": undo_id,
+                    "kind": "undo",
+                    "files": files,
+                    "seen": {},
+                    "roots": _roots_json(plan.roots),
+                }
+            )
 
     def execute(self, plan: RewindPlan) -> tuple[RewindResult, dict[str, Any]]:
         """Carry out ``plan`` (after its undo snapshot was built and persisted).
@@ -467,7 +612,7 @@ class FileHistory:
                 raise RewindOrderError("this plan was executed already; plan the rewind again")
             plan.executed = True
             seen: dict[str, str] = {}
-            with self.workspace.deferred_sync():
+            with self.workspace.deferred_sync(), self.workspace.pinned(plan.roots):
                 files = [self._execute_one(plan, f, seen) for f in plan.files]
             data = self._record({"messageId": plan.undo_id, "kind": "undo", "files": {}, "seen": seen})
             return RewindResult(plan.message_id, plan.undo_id, plan.force, files, data), data
@@ -489,11 +634,17 @@ class FileHistory:
             # go on, judged afresh against what is there now.
             if not plan.force:
                 return replace(f, status="conflict", current=backed, reason=CHANGED_SINCE_PLAN)
-            action = self._judge(f.path, backed, f.target, True)
+            action = self._judge(f.path, backed, f.target, True, plan.own_links.get(f.path))
             if not action.changes:
                 return action
         try:
-            self.workspace.apply(f.path, f.target, self.blobs, expected=backed)
+            self.workspace.apply(
+                f.path,
+                f.target,
+                self.blobs,
+                expected=backed,
+                own_link=backed.kind == "symlink" and content_key(backed) == plan.own_links.get(f.path),
+            )
         except PathRefusedError as exc:
             return replace(action, status="refused", reason=exc.reason)
         except FileChangedError as exc:

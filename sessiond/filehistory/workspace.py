@@ -21,6 +21,10 @@ only touched relative to the parent's descriptor:
 * delete: ``unlinkat`` (removes a link itself; directories are refused);
 * missing parents of a file to re-create: ``mkdirat`` (0o755) with the same no-follow walk.
 
+A rewind also pins each root's identity (device and inode, recorded with the snapshots): every
+walk checks the directory it opened as the root against it, so a root replaced by a symlink to
+another directory (or by another directory) between the plan and the write is refused too.
+
 Right before the rename or unlink, the path is ``lstat``-ed again and compared (inode, size,
 mtime, ctime) with what was checked: a file changed in between is left alone
 (:class:`FileChangedError`). What remains is the microseconds between that check and the
@@ -41,7 +45,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, TypeAlias
 
 from .blobs import CHUNK, BlobStore, hash_fd, write_all
 from .errors import (
@@ -50,6 +54,7 @@ from .errors import (
     FileChangedError,
     FileHistoryError,
     PathRefusedError,
+    RootChangedError,
 )
 from .states import MISSING, FileState, content_key, is_utf8, same_state
 
@@ -58,6 +63,8 @@ _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_DIR_MODE: Final = 0o755
 _READ_ATTEMPTS: Final = 3
+_LOCATED_MAX: Final = 1_000_000
+"""Placed paths remembered per workspace (each a few hundred bytes; a session tracks far fewer)."""
 
 
 def _normpath(path: str) -> str:
@@ -81,6 +88,32 @@ def _under(path: str, root: str) -> tuple[str, ...] | None:
 
 
 _RACY_SECONDS = 2.0
+
+RootId: TypeAlias = tuple[int, int]
+"""A directory's identity: ``(st_dev, st_ino)``."""
+
+
+def identity_json(root_id: RootId | None) -> dict[str, int] | None:
+    return None if root_id is None else {"dev": root_id[0], "ino": root_id[1]}
+
+
+def root_mismatch(root: str, recorded: RootId | None, current: RootId | None) -> RootChangedError:
+    """The error for a root that is not the recorded directory, saying what each was."""
+    if current is None:
+        reason = "the session's directory cannot be reached any more"
+    elif recorded is None:
+        reason = (
+            "is a symlink now, and the file history was recorded before sessiond kept the identity "
+            "of the session's directory, so it cannot tell whether the link leads to the same "
+            "directory (track a file to record the directory as it is now)"
+        )
+    else:
+        reason = (
+            f"is not the directory the file history was recorded in (device {recorded[0]}, inode "
+            f"{recorded[1]}; now device {current[0]}, inode {current[1]}): it was replaced, or a "
+            "symlink now leads elsewhere; nothing was written"
+        )
+    return RootChangedError(root, reason, identity_json(recorded), identity_json(current))
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -161,9 +194,11 @@ class Workspace:
         self._cwd = self._root(self.cwd)
         self.roots: tuple[_Root, ...] = (self._cwd, *(self._root(Path(r)) for r in roots))
         self._deferred = threading.local()
+        self._pins = threading.local()
         self._hashed: dict[str, tuple[tuple[int, ...], FileState]] = {}
         """key -> (identity, state) of files hashed earlier: an unchanged file is not read again."""
         self._hashed_lock = threading.Lock()
+        self._located: dict[str, Located] = {}
         self._swept: set[tuple[str, tuple[str, ...]]] = set()
         """Directories already cleared of temporaries left by a killed daemon (once is enough:
         this process removes its own)."""
@@ -176,12 +211,66 @@ class Workspace:
     def __repr__(self) -> str:
         return f"Workspace({self._cwd.path!r}, roots={[r.path for r in self.roots[1:]]!r})"
 
+    # ------------------------------------------------------------------ the roots' identities
+
+    def root_paths(self) -> tuple[str, ...]:
+        """The roots' paths as configured (the cwd first): the keys of :meth:`identities`."""
+        return tuple(r.path for r in self.roots)
+
+    @staticmethod
+    def identity(root: str) -> RootId | None:
+        """The identity of the directory ``root`` leads to now (symlinks above and at it followed,
+        as the walk's first open does); None when it is not a reachable directory."""
+        try:
+            st = os.stat(root)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+    def identities(self) -> dict[str, RootId]:
+        """Every reachable root's identity now, by path: what a snapshot records."""
+        out: dict[str, RootId] = {}
+        for root in self.roots:
+            found = self.identity(root.path)
+            if found is not None:
+                out.setdefault(root.path, found)
+        return out
+
+    @staticmethod
+    def is_symlink(root: str) -> bool:
+        try:
+            return stat.S_ISLNK(os.lstat(root).st_mode)
+        except OSError:
+            return False
+
+    @contextlib.contextmanager
+    def pinned(self, roots: dict[str, RootId]) -> Iterator[None]:
+        """Within it (this thread), every walk refuses (:class:`RootChangedError`) a root whose
+        directory is not the one given for its path."""
+        previous: dict[str, RootId] | None = getattr(self._pins, "roots", None)
+        self._pins.roots = {**(previous or {}), **roots}
+        try:
+            yield
+        finally:
+            self._pins.roots = previous
+
     # ------------------------------------------------------------------ placing paths
 
     def locate(self, path: str) -> Located:
         """Place ``path`` lexically (no file-system access); :class:`PathRefusedError` when it
         is empty, holds a NUL byte, is not valid UTF-8, is a root itself or lies outside every
-        root after normalisation."""
+        root after normalisation. Remembered per path: a rewind places every tracked key twice
+        (its root's identity, then the walk), and the answer depends on the text alone."""
+        if type(path) is str:
+            known = self._located.get(path)
+            if known is not None:
+                return known
+        located = self._locate(path)
+        if len(self._located) < _LOCATED_MAX:
+            self._located[path] = located
+        return located
+
+    def _locate(self, path: str) -> Located:
         if not isinstance(path, str) or not path:
             raise PathRefusedError(repr(path), "empty path")
         if "\0" in path:
@@ -246,6 +335,13 @@ class Workspace:
             raise FileAccessError(
                 loc.key, f"cannot open the root {loc.root}: {exc.strerror}", exc.errno
             ) from exc
+        pins: dict[str, RootId] | None = getattr(self._pins, "roots", None)
+        expected = pins.get(loc.root) if pins else None
+        if expected is not None:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != expected:
+                os.close(fd)
+                raise root_mismatch(loc.root, expected, (st.st_dev, st.st_ino))
         for depth, part in enumerate(loc.parts[:-1]):
             try:
                 child = self._open_dir(fd, part, loc, depth, create)
@@ -402,7 +498,13 @@ class Workspace:
     # ------------------------------------------------------------------ writing
 
     def apply(
-        self, key: str, target: FileState, blobs: BlobStore, *, expected: FileState | None = None
+        self,
+        key: str,
+        target: FileState,
+        blobs: BlobStore,
+        *,
+        expected: FileState | None = None,
+        own_link: bool = False,
     ) -> None:
         """Make ``key`` hold ``target``, atomically and without following symlinks.
 
@@ -410,6 +512,9 @@ class Workspace:
         :class:`FileChangedError` and nothing is written. Refused (:class:`PathRefusedError`,
         whatever ``expected`` says): a symlink where the target is not a symlink, a directory,
         anything that is not a regular file, a directory on the way that is a symlink.
+
+        ``own_link`` (with ``expected`` a symlink): that very symlink was created by sessiond and
+        may be replaced by a file or deleted — the link itself, never what it points to.
         """
         loc = self.locate(key)
         try:
@@ -432,7 +537,9 @@ class Workspace:
                         loc.key, f"expected {content_key(expected)}, found {content_key(current)}"
                     )
                 if current.kind == "symlink" and target.kind != "symlink":
-                    raise PathRefusedError(loc.key, "is a symlink")
+                    mine = own_link and expected is not None and expected.kind == "symlink"
+                    if not (mine and expected is not None and same_state(current, expected)):
+                        raise PathRefusedError(loc.key, "is a symlink")
                 if same_state(current, target):
                     return
                 if target.kind == "missing":

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +70,19 @@ async def _connect(path: Path) -> socket.socket:
     return sock
 
 
-async def connect_or_start(config: Config) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+Started = Callable[[int, Path], None]
+"""Told the pid and log file of a daemon :func:`connect_or_start` started (once it answers)."""
+
+
+async def connect_or_start(
+    config: Config, on_start: Started | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Streams on the daemon's socket, starting the daemon when none answers."""
-    return await asyncio.open_unix_connection(sock=await _socket_or_start(config), limit=2**24)
+    sock = await _socket_or_start(config, on_start)
+    return await asyncio.open_unix_connection(sock=sock, limit=2**24)
 
 
-async def _socket_or_start(config: Config) -> socket.socket:
+async def _socket_or_start(config: Config, on_start: Started | None = None) -> socket.socket:
     path = config.socket
     try:
         return await _connect(path)
@@ -85,7 +93,7 @@ async def _socket_or_start(config: Config) -> socket.socket:
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         try:
-            return await _connect(path)
+            opened = await _connect(path)
         except (FileNotFoundError, ConnectionRefusedError):
             if proc.poll() is not None:
                 # It exited: maybe another daemon won the race for the store lock.
@@ -94,6 +102,10 @@ async def _socket_or_start(config: Config) -> socket.socket:
                 raise DaemonUnavailableError(
                     f"sessiond serve exited with code {proc.returncode}; see {config.root / 'daemon.log'}"
                 ) from None
+        else:
+            if on_start is not None and proc.poll() is None:  # not another daemon that won a race
+                on_start(proc.pid, config.root / "daemon.log")
+            return opened
     raise DaemonUnavailableError(f"sessiond did not open {path} within {START_TIMEOUT:.0f} s")
 
 
@@ -145,10 +157,10 @@ def _json(body: bytes) -> dict[str, Any]:
     return message if isinstance(message, dict) else {}
 
 
-async def bridge(config: Config) -> int:
+async def bridge(config: Config, on_start: Started | None = None) -> int:
     """Copy stdin to the daemon and the daemon to stdout until the daemon closes; the exit status
     (see the module docstring)."""
-    sock = await _socket_or_start(config)
+    sock = await _socket_or_start(config, on_start)
     loop = asyncio.get_running_loop()
     stdin = asyncio.StreamReader(limit=2**24)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)

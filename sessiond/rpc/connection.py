@@ -22,6 +22,7 @@ import contextlib
 import hmac
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,9 @@ class Connection:
         self._out_ready = asyncio.Event()
         self._resync: set[str] = set()
         self._dead = False
+        self.daemon: Any = None
+        """Set by the daemon: itself (``daemon/status`` reports on it)."""
+        self.connected_at = time.time()
         self.engine = Engine(self.send, self, self._context)
 
     @property

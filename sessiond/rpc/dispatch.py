@@ -65,6 +65,9 @@ class Caller(Protocol):
     id: int
     peer: str
     service: Service
+    daemon: Any
+    """The daemon serving it (``daemon/status`` reports on it); None outside one."""
+    connected_at: float
     client_info: dict[str, Any]
     opt_out: set[str]
     summarizer: bool

@@ -20,6 +20,7 @@ from .. import __version__
 from ..errors import ProtocolVersionError
 from ..model.js import UNDEFINED
 from .dispatch import Caller, Json, MethodTable, Reply
+from .status import daemon_status as status
 
 HANDLERS = MethodTable(METHODS)
 
@@ -72,6 +73,11 @@ def initialize(call: Caller, p: M.InitializeParams) -> M.InitializeResult:
 @HANDLERS.method("shutdown")
 def shutdown(call: Caller, p: M.Empty) -> None:
     call.shutting_down = True
+
+
+@HANDLERS.method("daemon/status")
+async def daemon_status(call: Caller, p: M.Empty) -> Reply[M.DaemonStatusResult]:
+    return status(call)
 
 
 # --------------------------------------------------------------------------- sessions

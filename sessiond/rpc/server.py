@@ -27,6 +27,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -149,6 +150,8 @@ class Daemon:
         self._follow_task: asyncio.Future[None] | None = None
         self.socket_path: Path | None = None
         self.viewer: ViewerServer | None = None
+        self.tcp_address: str | None = None
+        self.started_at = time.time()
 
     # ------------------------------------------------------------------ connections
 
@@ -164,6 +167,7 @@ class Daemon:
             on_close=self._closed,
             header_timeout=peer != "stdio",
         )
+        conn.daemon = self
         self.connections.add(conn)
         return conn
 
@@ -239,6 +243,7 @@ class Daemon:
         server = await asyncio.start_server(on_connect, host=host, port=port, limit=limit)
         self._servers.append(server)
         bound = server.sockets[0].getsockname()
+        self.tcp_address = f"{bound[0]}:{bound[1]}"
         log.info("listening on tcp %s:%s (token in %s)", bound[0], bound[1], self.config.token_path)
         return bound[0], int(bound[1])
 

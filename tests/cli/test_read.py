@@ -85,7 +85,9 @@ def test_show_prints_the_branch_as_markdown(cli: Cli) -> None:
 def test_show_claude_code_and_pi_v1_sessions(cli: Cli) -> None:
     r = cli.run("show", CLAUDE_ID)
     assert r.returncode == 0, r.stderr
-    assert "# Session 03eb5929" in r.stdout and "claude-code" in r.stdout
+    # No name: the heading is the first prompt (what ls shows as the title), the id is below it.
+    assert r.stdout.startswith("# Ok, so there's isn't much to see here") and "claude-code" in r.stdout
+    assert "\n03eb5929-52b3-4b13-ada3-b93ae35806b8 · " in r.stdout
     assert "→ `Bash ls -la /home/user/project/`" in r.stdout and "### ← Bash result" in r.stdout
     assert cli.run("show", str(CLAUDE_SAMPLE)).stdout == r.stdout
 
@@ -94,7 +96,8 @@ def test_show_claude_code_and_pi_v1_sessions(cli: Cli) -> None:
 
     pi = cli.run("show", str(PI_V1))
     assert pi.returncode == 0, pi.stderr
-    assert f"# Session {PI_V1_ID}" in pi.stdout and "more lines (--full shows them)" in pi.stdout
+    assert pi.stdout.startswith("# alright, read @packages/coding-agent/src/main.ts")
+    assert f"\n{PI_V1_ID} · " in pi.stdout and "more lines (--full shows them)" in pi.stdout
     assert PI_V1.read_bytes().startswith(b'{"type":"session","id"')  # read, never migrated in place
 
 

@@ -96,3 +96,28 @@ async def test_rewind_preview_confirmation_and_undo(cli: Cli, cli_daemon: Daemon
 
     missing = cli.run("rewind", "--dry-run", sid, "no-such-checkpoint")
     assert missing.returncode == 2
+
+
+async def test_rewind_into_a_replaced_workspace_is_refused(
+    cli: Cli, cli_daemon: Daemon, tmp_path: Path
+) -> None:
+    """The session's directory now a symlink to another one: refused as a whole (exit 4), with
+    the reason; nothing written there."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('v0')\n")
+    sid, prompt = await _tracked_session(cli_daemon, ws)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "app.py").write_text("someone else's\n")
+    ws.rename(tmp_path / "ws.real")
+    ws.symlink_to(other)
+    for extra in (("--dry-run",), ("--yes",), ("--yes", "--force")):
+        done = cli.run("rewind", *extra, sid, prompt)
+        assert done.returncode == 4, (extra, done.stderr)
+        assert "is not the directory the file history was recorded in" in done.stderr
+    as_json = cli.run("rewind", "--json", "--yes", sid, prompt)
+    error = json.loads(as_json.stdout)["error"]
+    assert error["exitCode"] == 4 and error["path"] == str(ws) and error["recorded"] and error["current"]
+    assert sorted(p.name for p in other.iterdir()) == ["app.py"]
+    assert (other / "app.py").read_text() == "someone else's\n"

@@ -194,11 +194,13 @@ def test_track_data_shapes(store: Path, cwd: Path) -> None:
     s.checkpoint("p1")
     before = s.track("f.py", "p1")
     sha = content_key(s.workspace.read_state("f.py", None))
+    roots = {str(cwd): {"dev": os.stat(cwd).st_dev, "ino": os.stat(cwd).st_ino}}
     assert before == {
         "messageId": "p1",
         "kind": "update",
         "files": {"f.py": {"kind": "file", "blob": sha, "mode": 0o644, "size": 6}},
         "seen": {"f.py": sha},
+        "roots": roots,
     }
     assert s.blobs.has(sha)
     (cwd / "f.py").write_bytes(b"x = 2\n")
@@ -208,6 +210,7 @@ def test_track_data_shapes(store: Path, cwd: Path) -> None:
         "kind": "update",
         "files": {},
         "seen": {"f.py": content_key(s.workspace.read_state("f.py", None))},
+        "roots": roots,
     }
     assert s.history.checkpoints["p1"]["f.py"].blob == sha
     # A second "before" in the same prompt keeps the prompt's state (the first backup).
@@ -234,7 +237,8 @@ def test_checkpoint_data_and_seen(store: Path, cwd: Path) -> None:
     s = Session(store, cwd)
     (cwd / "f").write_bytes(b"0")
     empty = s.checkpoint("p1")
-    assert empty == {"messageId": "p1", "kind": "checkpoint", "files": {}, "seen": {}}
+    roots = {str(cwd): {"dev": os.stat(cwd).st_dev, "ino": os.stat(cwd).st_ino}}
+    assert empty == {"messageId": "p1", "kind": "checkpoint", "files": {}, "seen": {}, "roots": roots}
     s.write("f", b"1")
     seen = dict(s.history.seen)
     (cwd / "f").write_bytes(b"someone else")

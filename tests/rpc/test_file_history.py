@@ -284,6 +284,71 @@ async def test_a_fork_can_rewind_its_history(daemon: Daemon, tmp_path: Path) -> 
     await client.close()
 
 
+def _tree(root: Path) -> dict[str, bytes | str]:
+    out: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        out[rel] = f"-> {os.readlink(p)}" if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
+    return out
+
+
+async def test_a_workspace_replaced_by_a_symlink_is_refused_and_nothing_written(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Issue 14 item 6: the rewind must not follow the session's swapped directory elsewhere."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a0\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("not yours\n")
+    client = await daemon.client()
+    agent = await new_agent(client, ws)
+    p1 = await agent.prompt("edit")
+    await agent.write("a.txt", b"a1\n")
+    await agent.write("b.txt", b"new\n")
+    await agent.answer()
+    before = _tree(other)
+    os.rename(ws, tmp_path / "ws.real")
+    ws.symlink_to(other)
+    for params in ({"dryRun": True}, {}, {"force": True}):
+        with pytest.raises(RpcError) as exc:
+            await client.request("fileHistory/rewind", {"sessionId": agent.sid, "messageId": p1, **params})
+        assert exc.value.code == ErrorCode.PATH_REFUSED, params
+        assert exc.value.data["path"] == str(ws)
+        assert set(exc.value.data["recorded"]) == {"dev", "ino"} and exc.value.data["current"]
+        assert "not the directory" in exc.value.message
+    assert _tree(other) == before
+    listed = await call(client, "fileHistory/list", {"sessionId": agent.sid})
+    assert [c["kind"] for c in listed["checkpoints"]] == ["checkpoint"]  # no undo snapshot was written
+    await client.close()
+
+
+async def test_undo_of_a_rewind_that_restored_a_symlink(daemon: Daemon, tmp_path: Path) -> None:
+    """Issue 14 item 7: the session had replaced a link by a file; rewind restores the link, and
+    its undo brings the session's file back."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "real.txt").write_text("real\n")
+    (ws / "ln").symlink_to("real.txt")
+    client = await daemon.client()
+    agent = await new_agent(client, ws)
+    await call(client, "fileHistory/track", {"sessionId": agent.sid, "path": "ln"})
+    p1 = await agent.prompt("make ln a file")
+    await call(client, "fileHistory/track", {"sessionId": agent.sid, "path": "ln"})
+    (ws / "ln").unlink()
+    (ws / "ln").write_text("the session's file\n")
+    await call(client, "fileHistory/track", {"sessionId": agent.sid, "path": "ln", "phase": "after"})
+    rewound = await call(client, "fileHistory/rewind", {"sessionId": agent.sid, "messageId": p1})
+    assert rewound["written"] == 1 and os.readlink(ws / "ln") == "real.txt"
+    undone = await call(
+        client, "fileHistory/rewind", {"sessionId": agent.sid, "messageId": rewound["undoId"]}
+    )
+    assert (undone["written"], undone["refused"], undone["conflicts"]) == (1, 0, 0), undone
+    assert not (ws / "ln").is_symlink() and (ws / "ln").read_text() == "the session's file\n"
+    await client.close()
+
+
 def _claude_workspace(tmp_path: Path) -> tuple[Path, Path, str]:
     """The 2.1.39 fixture moved to a temp workspace, with synthetic backups named by the real rule."""
     ws = tmp_path / "ws"

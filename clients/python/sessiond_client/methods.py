@@ -53,6 +53,14 @@ class Methods:
         """``shutdown``: Prepare to close: no more requests are accepted on this connection."""
         await self._call("shutdown", locals())
 
+    @rpc("daemon/status")
+    async def daemon_status(self) -> M.DaemonStatusResult:
+        """``daemon/status``: The daemon itself: pid, version, uptime, store, socket, open sessions and
+        connected clients (what `sessiond status` shows).
+        """
+        result: M.DaemonStatusResult = await self._call("daemon/status", locals())
+        return result
+
     @rpc("session/new")
     async def session_new(
         self,
@@ -528,6 +536,7 @@ class BlockingMethods:
 
     initialize = Blocking(Methods.initialize)
     shutdown = Blocking(Methods.shutdown)
+    daemon_status = Blocking(Methods.daemon_status)
     session_new = Blocking(Methods.session_new)
     session_load = Blocking(Methods.session_load)
     session_list = Blocking(Methods.session_list)
@@ -564,6 +573,7 @@ class BlockingMethods:
 METHOD_NAMES: dict[str, str] = {
     "initialize": "initialize",
     "shutdown": "shutdown",
+    "daemon/status": "daemon_status",
     "session/new": "session_new",
     "session/load": "session_load",
     "session/list": "session_list",

@@ -20,6 +20,7 @@ import {
   type ClientInfo,
   type CompactionMethods,
   type ContextMethods,
+  type DaemonMethods,
   type FileHistoryMethods,
   type InitializeParams,
   type InitializeResult,
@@ -160,6 +161,7 @@ function record(value: unknown): Record<string, unknown> {
  * and grouped (`client.tree.get({...})`).
  */
 export class SessiondClient implements MethodGroups<RequestOptions> {
+  readonly daemon: DaemonMethods<RequestOptions>;
   readonly session: SessionMethods<RequestOptions>;
   readonly tree: TreeMethods<RequestOptions>;
   readonly context: ContextMethods<RequestOptions>;
@@ -189,6 +191,7 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
     private readonly options: ClientOptions,
   ) {
     const groups = bindMethods<RequestOptions>((method, params, opts) => this.send(method, params, opts));
+    this.daemon = groups.daemon;
     this.session = groups.session;
     this.tree = groups.tree;
     this.context = groups.context;

@@ -268,8 +268,39 @@ async function main(): Promise<void> {
   if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, ...summary, output })}\n`);
 }
 
+/**
+ * What to tell the user when the daemon cannot be reached: the two ways this example connects
+ * fail for reasons a person can fix, and a stack trace helps with none of them.
+ */
+export function connectionHint(err: SessiondError): string | undefined {
+  const data = err.data as { command?: unknown; path?: unknown; errorCode?: unknown };
+  if (Array.isArray(data.command) && data.errorCode === "ENOENT") {
+    const program = String(data.command[0]);
+    return (
+      `cannot run \`${program} connect\`: ${program.includes("/") ? `${program} does not exist` : `\`${program}\` is not on PATH`}.\n` +
+      "  Install it (at the root of a checkout: `pipx install .`, or `scripts/bootstrap` for its .venv),\n" +
+      "  then put its bin directory on PATH (for the .venv: `export PATH=\"$PWD/.venv/bin:$PATH\"` at the\n" +
+      "  checkout's root), or name the program: --sessiond /path/to/sessiond"
+    );
+  }
+  if (typeof data.path === "string" && (data.errorCode === "ENOENT" || data.errorCode === "ECONNREFUSED")) {
+    return (
+      `no sessiond daemon listens on ${data.path}.\n` +
+      "  Start one (`sessiond serve`, or `scripts/run` in a checkout), or pass --stdio to let\n" +
+      "  `sessiond connect` start it, as an editor extension does."
+    );
+  }
+  return undefined;
+}
+
 main().catch((err: unknown) => {
-  const detail = err instanceof SessiondError ? ` (${err.codeName ?? err.code} ${JSON.stringify(err.data)})` : "";
-  process.stderr.write(`editor example failed: ${err instanceof Error ? err.stack : String(err)}${detail}\n`);
+  if (err instanceof SessiondError) {
+    // An error the daemon or the connection reported: its message (and a hint), no stack.
+    const hint = connectionHint(err);
+    const detail = hint ?? `${err.message} (${err.codeName ?? err.code} ${JSON.stringify(err.data)})`;
+    process.stderr.write(`editor example: ${detail}\n`);
+  } else {
+    process.stderr.write(`editor example failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  }
   process.exitCode = 1;
 });

@@ -39,6 +39,12 @@ from .context import (
     EditResult,
     UsageResult,
 )
+from .daemon import METHODS as _DAEMON
+from .daemon import (
+    DaemonStatusResult,
+    StatusClient,
+    StatusSession,
+)
 from .file_history import METHODS as _FILE_HISTORY
 from .file_history import (
     CheckpointParams,
@@ -96,6 +102,7 @@ from .tree import (
 
 METHODS: dict[str, MethodSpec] = {
     **_LIFECYCLE,
+    **_DAEMON,
     **_SESSIONS,
     **_TREE,
     **_CONTEXT,
@@ -124,6 +131,7 @@ __all__ = [
     "ConfigureResult",
     "ContextParams",
     "ContextResult",
+    "DaemonStatusResult",
     "DeleteResult",
     "DiffFile",
     "DiffParams",
@@ -166,6 +174,8 @@ __all__ = [
     "SettingsResult",
     "SnipParams",
     "SnipResult",
+    "StatusClient",
+    "StatusSession",
     "TrackParams",
     "TrackResult",
     "TreeParams",

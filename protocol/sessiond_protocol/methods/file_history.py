@@ -157,7 +157,7 @@ METHODS: dict[str, MethodSpec] = {
             RewindParams,
             RewindResult,
             "Put the tracked files back to a checkpoint; conflicts (someone else's changes) are left alone unless forced.",
-            (*SESSION_ERRORS, C.CHECKPOINT_NOT_FOUND, *WRITE_ERRORS),
+            (*SESSION_ERRORS, C.CHECKPOINT_NOT_FOUND, C.PATH_REFUSED, *WRITE_ERRORS),
             {"sessionId": EXAMPLE_SESSION_ID, "messageId": "a1b2c3d4", "dryRun": True},
             long_running=True,
         ),

@@ -68,6 +68,17 @@ async def _shutdown(w: World) -> Any:
     return result
 
 
+@scenario("daemon/status")
+async def _daemon_status(w: World) -> Any:
+    created = await w.client.session_new(cwd=w.tmp, subscribe=True)
+    result = await w.client.daemon_status()
+    assert result.pid > 0 and result.uptimeSeconds >= 0 and result.protocolVersion == 1
+    assert created.sessionId in [s.sessionId for s in result.sessions]
+    me = [c for c in result.clients if c.current]
+    assert len(me) == 1 and me[0].subscriptions == [created.sessionId]
+    return result
+
+
 @scenario("session/new")
 async def _new(w: World) -> Any:
     result = await w.client.session_new(cwd=w.tmp, session_id="my-session-1", subscribe=True)

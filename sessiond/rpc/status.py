@@ -1,0 +1,87 @@
+"""``daemon/status``: what the running daemon is doing, for ``sessiond status`` and operators.
+
+Only the daemon knows which sessions it holds open and who is connected, so this is a request
+rather than something the command line could read from the store. Nothing here changes state.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sessiond_protocol import PROTOCOL_VERSION
+
+from .. import __version__
+
+if TYPE_CHECKING:
+    from .dispatch import Caller
+
+
+def iso(epoch: float) -> str:
+    """Milliseconds and a ``Z``, as the session entries' timestamps."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def log_file() -> str | None:
+    """Where this process's stderr goes, when that is a regular file (a daemon the CLI started
+    logs to ``<store>/daemon.log``; one in a terminal or under a service manager has none)."""
+    try:
+        if not stat.S_ISREG(os.fstat(sys.stderr.fileno()).st_mode):
+            return None
+        return os.readlink(f"/proc/self/fd/{sys.stderr.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def daemon_status(conn: Caller) -> dict[str, Any]:
+    daemon = conn.daemon
+    service = conn.service
+    started = float(daemon.started_at) if daemon is not None else conn.connected_at
+    connections: list[Any] = sorted(daemon.connections if daemon is not None else [conn], key=lambda c: c.id)
+    hub = service.hub
+    sessions = []
+    for session_id, host in sorted(service.hosts.items()):
+        root = getattr(host, "root", None)
+        sessions.append(
+            {
+                "sessionId": session_id,
+                "path": str(host.session.path),
+                "root": getattr(root, "name", "sessiond"),
+                "format": getattr(root, "format", "pi"),
+                "readOnly": host.session.read_only is not None,
+                "subscribers": hub.subscriber_count(session_id),
+                "users": len(host.users),
+            }
+        )
+    clients = []
+    for c in connections:
+        info = c.client_info or {}
+        clients.append(
+            {
+                "id": c.id,
+                "peer": c.peer,
+                "name": info.get("name"),
+                "version": info.get("version"),
+                "connectedAt": iso(c.connected_at),
+                "subscriptions": sorted(sid for sid in service.hosts if hub.is_subscribed(sid, c)),
+                "current": c is conn,
+            }
+        )
+    socket_path = daemon.socket_path if daemon is not None else None
+    return {
+        "pid": os.getpid(),
+        "version": __version__,
+        "protocolVersion": PROTOCOL_VERSION,
+        "startedAt": iso(started),
+        "uptimeSeconds": round(max(0.0, time.time() - started), 3),
+        "store": str(service.layout.root),
+        "socket": str(socket_path) if socket_path is not None else None,
+        "tcp": daemon.tcp_address if daemon is not None else None,
+        "log": log_file(),
+        "sessions": sessions,
+        "clients": clients,
+    }

@@ -658,9 +658,14 @@ _REQUEST_PATH: list[tuple[str, str, str, str]] = [
     ("the request (dispatch.answer: validate, handler)", "sessiond/rpc/dispatch.py", "answer", "cum"),
     ("  pydantic model_validate (AppendParams)", "pydantic/main.py", "model_validate", "cum"),
     ("  Service.append", "sessiond/service/service.py", "append", "cum"),
-    ("    Session.begin_append (the store)", "sessiond/store/session.py", "begin_append", "cum"),
-    ("      _stage_and_write: on-path id set", "sessiond/store/session.py", "<setcomp>", "cum"),
-    ("      _write_locked (encode line, write, index)", "sessiond/store/session.py", "_write_locked", "cum"),
+    ("    Session.begin_append (the store)", "sessiond/store/session/writes.py", "begin_append", "cum"),
+    ("      _stage_and_write: on-path id set", "sessiond/store/session/writes.py", "<setcomp>", "cum"),
+    (
+        "      _write_locked (encode line, write, index)",
+        "sessiond/store/session/writes.py",
+        "_write_locked",
+        "cum",
+    ),
     ("    SessionHost.complete (publish updates)", "sessiond/service/host.py", "complete", "cum"),
     (
         "pygls sends the result (_send_handler_result)",

@@ -983,8 +983,9 @@ def load_child(cfg: dict[str, Any]) -> dict[str, Any]:
     """In a fresh process (every module imported first): time one load and its RSS cost."""
     import gc  # noqa: PLC0415
 
-    from sessiond.formats.claude_code import load_transcript, reconstruct  # noqa: PLC0415
+    from sessiond.formats.claude_code import reconstruct  # noqa: PLC0415
     from sessiond.store.claude import ClaudeSession  # noqa: PLC0415
+    from sessiond.store.claude_files import load_transcript  # noqa: PLC0415
 
     path, method = cfg["path"], cfg["method"]
     gc.collect()

@@ -34,6 +34,7 @@ from .model.tokens import (
     get_estimator,
 )
 from .model.tree import SessionTree, count_nodes
+from .store import claude_files
 
 PREVIEW_CHARS = 120
 
@@ -53,9 +54,9 @@ class InspectOptions:
 
 def inspect_file(path: str, options: InspectOptions) -> dict[str, Any]:
     """Load ``path`` and describe it. Raises :class:`~sessiond.errors.SessiondError` subclasses."""
-    if cc.is_claude_code_file(path):
-        transcript = cc.load_transcript(path)
-        subagents = cc.find_subagents(path, transcript)
+    if claude_files.is_claude_code_file(path):
+        transcript = claude_files.load_transcript(path)
+        subagents = claude_files.find_subagents(path, transcript)
         return describe_claude_code(transcript, options, file=os.path.abspath(path), subagents=subagents)
     loaded = load_session(path)
     return describe_session(loaded, options, file=os.path.abspath(path))

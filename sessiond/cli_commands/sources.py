@@ -18,7 +18,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .base import (
     EXIT_UNREACHABLE,
@@ -35,6 +35,9 @@ from .base import (
     resolve_session,
     wants_prefix_match,
 )
+
+if TYPE_CHECKING:
+    from ..store.session import ReadableSession
 
 READ_ONLY_REASON = "it was opened read-only by the sessiond command line"
 
@@ -96,7 +99,7 @@ class FileSource:
 
     key = "file"
     format: str
-    session: Any
+    session: ReadableSession
 
     def __init__(
         self,
@@ -122,12 +125,12 @@ class FileSource:
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
         from ..errors import NotASessionError  # noqa: PLC0415
-        from ..formats import claude_code as cc  # noqa: PLC0415
         from ..store.claude import ClaudeSession  # noqa: PLC0415
+        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
         from ..store.session import Session  # noqa: PLC0415
 
-        def read() -> tuple[str, Any]:
-            if cc.is_claude_code_file(self.path):
+        def read() -> tuple[str, ReadableSession]:
+            if is_claude_code_file(self.path):
                 return "claude-code", ClaudeSession.open(self.path)
             return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
 

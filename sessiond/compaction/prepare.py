@@ -96,8 +96,8 @@ def prepare_compaction(
     ``projection`` may be given when the caller already has the projection of ``path``
     (a store whose path entries are light reads only the context entries in full).
     """
-    if path and get(path[-1], "type") == E.COMPACTION:
-        return NoCompaction("already_compacted")
+    if get(E.last_decisive(path), "type") == E.COMPACTION:
+        return NoCompaction("already_compacted")  # (a persisted leaf move below it changes nothing)
     if projection is None:
         projection = project(path)
     projected = projection.entries

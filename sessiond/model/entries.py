@@ -54,6 +54,13 @@ ENTRY_TYPES: Final = frozenset(
 )
 """The eleven entry types of Pi 1.6.0. Others are legal in files and kept as they are."""
 
+LEAF_MARKER: Final = "sessiond.leaf"
+"""``customType`` of the ``custom`` entry that persists a leaf move (``tree/navigate``): its
+``parentId`` is the entry navigated to. Pi has no persisted leaf, so the marker stands for its
+parent wherever Pi derives something from the branch: it is no context entry
+(:func:`~sessiond.model.projection.context_entries`), and decisions taken from the end of the
+branch look past it (:func:`last_decisive`)."""
+
 ROLES: Final = frozenset(
     {
         "system",
@@ -325,6 +332,26 @@ def message_of(entry: Any) -> Any:
 def message_role(entry: Any) -> Any:
     """Role of a ``message`` entry's message (``UNDEFINED`` for other entries)."""
     return get(message_of(entry), "role")
+
+
+def is_leaf_marker(entry: Any) -> bool:
+    """A persisted leaf move (a ``custom`` entry with ``customType`` :data:`LEAF_MARKER`)."""
+    return type(entry) is dict and entry.get("type") == CUSTOM and entry.get("customType") == LEAF_MARKER
+
+
+def last_decisive(path: list[Any]) -> Any:
+    """The last entry of ``path`` that is not a leaf marker (``None`` when there is none).
+
+    After a client navigated to an entry, Pi's leaf *is* that entry, while sessiond's is the
+    marker that persists the move below it. What Pi derives from the end of the branch ("the
+    branch ends in a compaction: already compacted") must be derived from this entry, or the
+    marker would change a decision Pi makes. Markers contribute nothing else: no messages, no
+    settings, no usage.
+    """
+    for i in range(len(path) - 1, -1, -1):
+        if not is_leaf_marker(path[i]):
+            return path[i]
+    return None
 
 
 def is_header(entry: Any) -> bool:

@@ -8,7 +8,10 @@
   ``firstKeptEntryId`` (system messages there dropped), then everything after it;
 * ``context_edit`` entries among the context entries rewrite (or, with ``null``, hide) what
   their target contributes; the last edit of a target wins;
-* an older compaction inside the kept range contributes nothing.
+* an older compaction inside the kept range contributes nothing;
+* sessiond's persisted leaf moves (``sessiond.leaf`` markers) are not context entries: Pi's
+  leaf move is not an entry at all, and the marker must not show where Pi's would not (in
+  ``context/get``'s entry ids, or as a first kept entry of a compaction).
 
 Each projected entry keeps its source entry, so usage anchoring and cut points can map a
 message back to the line it came from.
@@ -85,11 +88,23 @@ def latest_compaction(path: list[Any]) -> tuple[int, Any]:
 
 
 def context_entries(path: list[Any]) -> list[Any]:
-    """Pi's ``buildContextEntries`` over an already selected path."""
-    index, compaction = latest_compaction(path)
+    """Pi's ``buildContextEntries`` over an already selected path, leaf markers left out.
+
+    One backward pass finds the latest compaction and notes leaf markers after it, so a path
+    without markers costs what it cost before they were left out (and is returned as is).
+    """
+    index, compaction, markers = -1, None, False
+    for i in range(len(path) - 1, -1, -1):
+        t = get(path[i], "type")
+        if t == E.COMPACTION:
+            index, compaction = i, path[i]
+            break
+        if t == E.CUSTOM and not markers:
+            markers = E.is_leaf_marker(path[i])
     if compaction is None:
-        return path
+        return [e for e in path if not E.is_leaf_marker(e)] if markers else path
     # Pi locates the compaction again by id; with duplicate ids that can be an earlier entry.
+    latest = index
     cid = key(get(compaction, "id"))
     for i in range(index + 1):
         if key(get(path[i], "id")) == cid:
@@ -102,9 +117,14 @@ def context_entries(path: list[Any]) -> list[Any]:
         entry = path[i]
         if not found and key(get(entry, "id")) == first_kept:
             found = True
-        if found and not (get(entry, "type") == E.MESSAGE and get(entry.get("message"), "role") == "system"):
-            out.append(entry)
-    out.extend(path[index + 1 :])
+        if found:
+            t = get(entry, "type")
+            if t == E.MESSAGE and get(entry.get("message"), "role") == "system":
+                continue
+            if t != E.CUSTOM or not E.is_leaf_marker(entry):
+                out.append(entry)
+    tail = path[index + 1 :]
+    out.extend([e for e in tail if not E.is_leaf_marker(e)] if markers or index != latest else tail)
     return out
 
 

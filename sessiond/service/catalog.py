@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import NotASessionError, PathEscapeError, SessionNotFoundError
-from ..formats.claude_code import listing_fields, load_transcript
+from ..formats.claude_code import listing_fields
 from ..store.claude import ClaudeSession
+from ..store.claude_files import load_transcript
 from ..store.journal import Durability
 from ..store.layout import ensure_within, validate_session_id
 from ..store.listing import ListingCache, SessionInfo, list_sessions_in, read_header
-from ..store.session import Session
+from ..store.session import ReadableSession, Session
 from .roots import Root, claude_project_dir_name
 
 UUID_STEM: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -76,7 +77,7 @@ class Catalog:
             raise NotASessionError(str(invalid), "its first JSON line is not a session header")
         raise SessionNotFoundError(session_id)
 
-    def open(self, root: Root, path: Path, durability: Durability) -> Session:
+    def open(self, root: Root, path: Path, durability: Durability) -> ReadableSession:
         if root.format == "claude-code":
             return ClaudeSession.open(path)
         if root.read_only_reason is None:

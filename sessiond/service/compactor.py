@@ -175,7 +175,7 @@ class Compactor:
         self, host: SessionHost, settings: CompactionSettings
     ) -> tuple[Any, CompactionPreparation | NoCompaction]:
         """The preparation and the leaf it was made at (one consistent view, off the loop)."""
-        session = host.session
+        session = host.pi_session("compacting")
         return await anyio.to_thread.run_sync(
             lambda: session.prepare_compaction_at_leaf(settings, self.service.estimator)
         )
@@ -271,7 +271,7 @@ class Compactor:
         prepared_leaf: Any,
         durability: str | None,
     ) -> str:
-        session = host.session
+        session = host.writer()
         self._check_fresh(session, prepared_leaf)
         pending = session.begin_append(
             [spec], durability=None if durability is None else Durability(durability)
@@ -591,7 +591,7 @@ class Compactor:
             self.recovery[host.id] = True
             specs = [{"type": E.CONTEXT_EDIT, "targetId": i, "replacement": None} for i in decision.omit]
             try:
-                pending = session.begin_append(specs)
+                pending = host.writer().begin_append(specs)
             except Exception as exc:
                 self.service.tell(host.id, ERROR, f"cannot omit the failed attempt before retrying: {exc}")
                 self.recovery.pop(host.id, None)

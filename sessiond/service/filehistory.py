@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import orjson
 
-from ..errors import CheckpointNotFoundError, EntryNotFoundError, ReadOnlySessionError
+from ..errors import CheckpointNotFoundError, EntryNotFoundError
 from ..filehistory import BlobStore, FileHistory, Workspace
 from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
@@ -100,7 +100,7 @@ class FileHistoryService:
             await anyio.to_thread.run_sync(write)
             return None
         spec = {"type": E.CUSTOM, "customType": SNAPSHOT, "data": data}
-        pending = host.session.begin_append([spec], durability=Durability.FSYNC)
+        pending = host.writer().begin_append([spec], durability=Durability.FSYNC)
         ids = await host.complete(pending)
         return ids[0]
 
@@ -266,8 +266,7 @@ def _totals(report: dict[str, Any]) -> dict[str, int]:
 
 
 def _writable(host: SessionHost) -> None:
-    if host.session.read_only is not None:
-        raise ReadOnlySessionError(host.id, host.session.read_only)
+    host.writer()  # ReadOnlySessionError for a session sessiond must not write
 
 
 def _snapshot_data(host: SessionHost) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""One open session in the daemon: its ``Session``, who uses it, and what it announces.
+"""One open session in the daemon: its session, who uses it, and what it announces.
 
 Every mutation goes through the host so that what changed is published once, in order:
 the write runs inline on the event loop (microseconds; the session lock keeps writers from
@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 
-from ..errors import JournalBrokenError
+from ..errors import JournalBrokenError, ReadOnlySessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
-from ..store.session import PendingAppend, Session
+from ..store.session import PendingAppend, ReadableSession, Session
 from .hub import Hub
 from .windows import context_window
 
@@ -33,10 +33,10 @@ USAGE_FIELDS = ("used", "size", "percent", "source")
 class SessionHost:
     def __init__(
         self,
-        session: Session,
+        session: ReadableSession,
         hub: Hub,
         estimator: TokenEstimator,
-        window_for: Callable[[Session, Any], int | None],
+        window_for: Callable[[ReadableSession, Any], int | None],
     ) -> None:
         self.session = session
         self.hub = hub
@@ -56,6 +56,24 @@ class SessionHost:
     def id(self) -> str:
         return self.session.id
 
+    # ------------------------------------------------------------------ what may be done to it
+
+    def writer(self) -> Session:
+        """The session as its writer. The one place a write to a session sessiond must not write
+        (another agent's transcript, a file in a read-only root) is refused."""
+        session = self.session
+        if isinstance(session, Session) and session.read_only is None:
+            return session
+        raise ReadOnlySessionError(self.id, session.read_only or "sessiond does not write it")
+
+    def pi_session(self, doing: str) -> Session:
+        """The session as a Pi session, read-only or not, for what reads it as one (``doing``:
+        forking it, preparing a compaction); another agent's transcript refuses it as read-only."""
+        session = self.session
+        if isinstance(session, Session):
+            return session
+        raise ReadOnlySessionError(self.id, f"{session.read_only} ({doing} it is not supported)")
+
     # ------------------------------------------------------------------ writing
 
     async def complete(self, pending: PendingAppend) -> list[str]:
@@ -64,14 +82,14 @@ class SessionHost:
         Entries another program appended just before (indexed by the write) are announced first,
         in file order, as external.
         """
-        backlog = self.session.take_external()
+        session = self.writer()
+        backlog = session.take_external()
         if backlog:
             self.announce(entry_ids(backlog), external=True)
         self.announce(pending.entry_ids)
         if self.after_write is not None:
             self.after_write()
         if pending.needs_sync:
-            session = self.session
             try:
                 await anyio.to_thread.run_sync(pending.wait)
             except JournalBrokenError:
@@ -126,7 +144,7 @@ class SessionHost:
         if ids:
             self.announce(ids, external=True)
 
-    def replace_session(self, session: Session) -> None:
+    def replace_session(self, session: ReadableSession) -> None:
         """Serve a freshly opened copy of the file (after someone rewrote or replaced it)."""
         self.session = session
         self._last_usage = None
@@ -219,10 +237,10 @@ def _now_iso() -> str:
 
 def default_window_for(
     overrides: dict[str, int], settings_window: Callable[[str], int | None]
-) -> Callable[[Session, Any], int | None]:
+) -> Callable[[ReadableSession, Any], int | None]:
     """The context window of a session: its own setting, else config overrides, else the table."""
 
-    def window(session: Session, model: Any) -> int | None:
+    def window(session: ReadableSession, model: Any) -> int | None:
         own = settings_window(session.id)
         if own:
             return own

@@ -50,7 +50,7 @@ def automatic(
     clearings = micro.plan_microcompact(projection, settings.keep_recent, settings.tools, estimator)
     if not clearings:
         return None
-    pending = session.begin_append(micro.microcompact_specs(clearings))
+    pending = host.writer().begin_append(micro.microcompact_specs(clearings))
     host.announce(pending.entry_ids)
     return pending
 
@@ -67,7 +67,7 @@ async def clear_old_results(
     clearings = micro.plan_microcompact(host.session.context(), keep_recent, tools, estimator)
     written: list[str] = []
     if clearings and not dry_run:
-        pending = host.session.begin_append(micro.microcompact_specs(clearings), durability=durability)
+        pending = host.writer().begin_append(micro.microcompact_specs(clearings), durability=durability)
         written = await host.complete(pending)
     return {
         "cleared": [
@@ -96,6 +96,6 @@ async def snip(
     hidden = micro.plan_snip(session.current_branch(), session.context(), from_id, to_id)
     written: list[str] = []
     if hidden and not dry_run:
-        pending = session.begin_append(micro.snip_specs(hidden), durability=durability)
+        pending = host.writer().begin_append(micro.snip_specs(hidden), durability=durability)
         written = await host.complete(pending)
     return {"hidden": hidden, "entryIds": written}

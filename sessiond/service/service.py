@@ -32,7 +32,7 @@ from ..model.messages import content_text
 from ..model.tokens import get_estimator
 from ..store.journal import Durability
 from ..store.listing import ListingCache, iso_string
-from ..store.session import Session
+from ..store.session import ReadableSession, Session
 from .catalog import Catalog, Listed
 from .compactor import Compactor
 from .config import Config
@@ -95,7 +95,7 @@ class Service:
 
     # ------------------------------------------------------------------ hosts
 
-    def _host_for(self, session: Session, root: Root | None = None) -> SessionHost:
+    def _host_for(self, session: ReadableSession, root: Root | None = None) -> SessionHost:
         host = SessionHost(session, self.hub, self.estimator, self._window_for)
         host.root = root or self.catalog.roots[0]
         host.on_broken = lambda failed: self._reopen_after_failed_flush(host, failed)
@@ -354,7 +354,7 @@ class Service:
         durability: str | None = None,
     ) -> dict[str, Any]:
         host = await self.host(session_id, user)
-        pending = host.session.begin_append(
+        pending = host.writer().begin_append(
             entries,
             parent_id=parent_id,
             expect_leaf_id=expect_leaf_id,
@@ -424,17 +424,17 @@ class Service:
             spec: dict[str, Any] = {"type": E.BRANCH_SUMMARY, "summary": summary}
             if summary_details is not None:
                 spec["details"] = summary_details
-            pending = session.begin_append([spec], parent_id=new_leaf, durability=mode)
+            pending = host.writer().begin_append([spec], parent_id=new_leaf, durability=mode)
             result["summaryEntryId"] = pending.entry_ids[0]
             written += await host.complete(pending)
         else:
-            moved = session.begin_move_leaf(new_leaf, durability=mode)
+            moved = host.writer().begin_move_leaf(new_leaf, durability=mode)
             if moved is not None:
                 result["markerEntryId"] = moved.entry_ids[0]
                 written += await host.complete(moved)
         if label:
             label_target = result.get("summaryEntryId", target_id)
-            pending = session.begin_append(
+            pending = host.writer().begin_append(
                 [{"type": E.LABEL, "targetId": label_target, "label": label}], durability=mode
             )
             written += await host.complete(pending)
@@ -444,7 +444,7 @@ class Service:
 
     async def fork(self, user: Subscriber, session_id: str, entry_id: str, position: str) -> dict[str, Any]:
         host = await self.host(session_id, user)
-        source = host.session
+        source = host.pi_session("forking")
         selected = source.get(entry_id)
         where: Literal["before", "at"] = "at" if position == "at" else "before"
         # A read-only session (another agent's) is forked into sessiond's own store.

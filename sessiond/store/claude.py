@@ -7,37 +7,39 @@ Code rebuilds (``reconstruct``: progress bridged, orphaned parallel tool results
 streamed pieces merged into API messages, every tool call paired). Usage anchors on those
 merged messages, so ``usage_update`` reports Claude's real context size.
 
-Every write is refused (:class:`~sessiond.errors.ReadOnlySessionError`): sessiond never
-rewrites another agent's file. Growth is followed by parsing only the new lines and indexing
-only the new entries; the conversation is reconstructed again (repairs can reach back), which
-costs time in the size of the chain, not of the file's bytes. Entries already in the tree keep
-the shape they had when first seen (a later preserved-segment relink or a later piece of the
-same API message does not rewrite them); the context always reflects the whole file.
+It has no write operation at all (it is not a :class:`~sessiond.store.session.Session`):
+sessiond never rewrites another agent's file, and the daemon refuses a write to it with
+:class:`~sessiond.errors.ReadOnlySessionError` before reaching it.
+
+Growth is followed by parsing only the new lines and indexing only the new entries; the
+conversation is reconstructed again (repairs can reach back), which costs time in the size of
+the chain, not of the file's bytes. Entries already in the tree keep the shape they had when
+first seen (a later preserved-segment relink or a later piece of the same API message does not
+rewrite them); the context always reflects the whole file.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import EntryNotFoundError, ReadOnlySessionError
+from ..errors import EntryNotFoundError
 from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
     extend_transcript,
-    find_subagents,
     parse_transcript,
     reconstruct,
     to_pi_entries,
 )
-from ..formats.pi import LoadDiagnostics
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from .claude_files import find_subagents
 from .index import SessionIndex
-from .journal import Durability
-from .session import IngestResult, Session
+from .session import IndexedSession, IngestResult
 
 READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes another agent's file"
 
@@ -60,21 +62,24 @@ class _Diagnostics:
         }
 
 
-class ClaudeSession(Session):
+class ClaudeSession(IndexedSession):
+    """A Claude Code transcript as a session sessiond reads and follows: a
+    :class:`~sessiond.store.session.ReadableSession`, with no write operation at all."""
+
     def __init__(self, path: Path, transcript: ClaudeTranscript, read_end: int, inode: int | None) -> None:
         rec = reconstruct(transcript)
-        index = _index(transcript, rec)
-        super().__init__(path, index, None, LoadDiagnostics(), Durability.BUFFERED)
+        super().__init__(path, _index(transcript, rec))
         self.read_only = READ_ONLY
         self.transcript = transcript
         self.reconstruction = rec
-        self.diagnostics = _Diagnostics(path, transcript, rec)  # type: ignore[assignment]
+        self.diagnostics = _Diagnostics(path, transcript, rec)
         self._read_end = read_end
         self._inode = inode
         self._context: tuple[Any, Projection] | None = None
+        self._branch: tuple[tuple[Hashable, int], list[Any]] | None = None
 
     @classmethod
-    def open(cls, path: Path, *, durability: Durability = Durability.BUFFERED, **_: Any) -> ClaudeSession:
+    def open(cls, path: Path) -> ClaudeSession:
         path = Path(path)
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -82,7 +87,7 @@ class ClaudeSession(Session):
         end = data.rfind(b"\n") + 1
         return cls(path, parse_transcript(data[:end], str(path)), end, st.st_ino)
 
-    # ------------------------------------------------------------------ what differs from Pi
+    # ------------------------------------------------------------------ reads
 
     @property
     def flushed(self) -> bool:
@@ -94,9 +99,6 @@ class ClaudeSession(Session):
 
     def file_size(self) -> int | None:
         return self._read_end
-
-    def close(self) -> None:
-        pass
 
     def context(self) -> Projection:
         """The conversation Claude Code resumes from the current leaf."""
@@ -148,9 +150,21 @@ class ClaudeSession(Session):
         path = [tree.get(uuid) for uuid in rec.chain]
         return [entry for entry in path if entry is not None]
 
+    def current_branch(self) -> list[Any]:
+        """Light entries root -> leaf along the tree's parents (cached per leaf and size)."""
+        with self._lock:
+            tree = self._index.tree
+            leaf = tree.leaf_id
+            if not truthy(leaf) or tree.get(leaf) is None:
+                return tree.branch()
+            cache_key = (key(leaf), len(self._index))
+            if self._branch is None or self._branch[0] != cache_key:
+                self._branch = (cache_key, tree.context_path())
+            return self._branch[1]
+
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
         with self._lock:
-            return estimate_projected_context_tokens(self.context(), self._current_branch(), estimator)
+            return estimate_projected_context_tokens(self.context(), self.current_branch(), estimator)
 
     def _project(self, rec: Reconstruction) -> Projection:
         entries: list[ProjectedEntry] = []
@@ -166,15 +180,6 @@ class ClaudeSession(Session):
             if get(message, "role") == "assistant":
                 model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
         return Projection(entries, messages, ContextSettings("off", model))
-
-    def prepare_compaction_at_leaf(self, *args: Any, **kwargs: Any) -> Any:
-        raise ReadOnlySessionError(self.id, "compacting a Claude Code transcript is not supported")
-
-    def fork(self, *args: Any, **kwargs: Any) -> Session:
-        raise ReadOnlySessionError(self.id, "forking a Claude Code transcript is not supported yet")
-
-    def create_branched_session(self, *args: Any, **kwargs: Any) -> Session:
-        raise ReadOnlySessionError(self.id, "forking a Claude Code transcript is not supported yet")
 
     # ------------------------------------------------------------------ following
 
@@ -215,12 +220,10 @@ class ClaudeSession(Session):
             if rec.leaf_uuid is not None and rec.leaf_uuid in self._index.tree:
                 self._index.tree.set_leaf(rec.leaf_uuid)
             self.transcript, self.reconstruction = transcript, rec
-            self.diagnostics = _Diagnostics(self.path, transcript, rec)  # type: ignore[assignment]
+            self.diagnostics = _Diagnostics(self.path, transcript, rec)
             self._read_end += end
             self._context = None
-            self._projection = None
-            self._light_ctx = None
-            self._usage.clear()
+            self._branch = None
             return result
 
 

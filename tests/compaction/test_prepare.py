@@ -41,6 +41,32 @@ def test_already_compacted_when_the_leaf_is_a_compaction() -> None:
     assert _prep(s, 10) == NoCompaction("already_compacted")
 
 
+def test_a_persisted_leaf_move_below_a_compaction_is_still_already_compacted() -> None:
+    # tree/navigate to a compaction persists the move as a sessiond.leaf marker below it; Pi's
+    # leaf is the compaction itself, and Pi answers "Already compacted" (issue 14 item 9).
+    s = _conversation(3)
+    s.compaction("sum", "e3")
+    s.custom("sessiond.leaf", {"from": "e6"})
+    s.custom("sessiond.leaf", {"from": "e8"})
+    assert _prep(s, 10) == NoCompaction("already_compacted")
+    # Any other custom entry ends the branch for Pi too (Pi prepares again), and a marker below
+    # a message decides nothing.
+    other = _conversation(3)
+    other.compaction("sum", "e3")
+    other.custom("extension.state")
+    assert isinstance(_prep(other, 10), CompactionPreparation)
+    moved = _conversation(6)
+    moved.custom("sessiond.leaf")
+    with_marker, without = _prep(moved, 350), _prep(_conversation(6), 350)
+    assert isinstance(with_marker, CompactionPreparation) and isinstance(without, CompactionPreparation)
+    assert (with_marker.first_kept_entry_id, with_marker.tokens_before, with_marker.is_split_turn) == (
+        without.first_kept_entry_id,
+        without.tokens_before,
+        without.is_split_turn,
+    )
+    assert with_marker.messages_to_summarize == without.messages_to_summarize
+
+
 def test_cut_lands_on_a_user_turn_and_summarises_before_it() -> None:
     s = _conversation(6, size=400)  # each message ~100 tokens
     prep = _prep(s, 350)

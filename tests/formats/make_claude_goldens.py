@@ -21,6 +21,7 @@ from typing import Any
 
 from sessiond.formats import claude_code as cc
 from sessiond.model.tree import SessionTree
+from sessiond.store import claude_files
 from tests.conftest import CLAUDE_FIXTURES, GOLDEN
 
 FIXTURES = CLAUDE_FIXTURES
@@ -52,7 +53,7 @@ def _message_brief(source: str, m: dict[str, Any]) -> list[Any]:
 
 
 def summarize(path: Path, sample: Path) -> dict[str, Any]:
-    t = cc.load_transcript(path)
+    t = claude_files.load_transcript(path)
     r = cc.reconstruct(t)
     entries = cc.to_pi_entries(t)
     tree = SessionTree(entries)
@@ -65,7 +66,7 @@ def summarize(path: Path, sample: Path) -> dict[str, Any]:
             roles[e["message"]["role"]] = roles.get(e["message"]["role"], 0) + 1
     diag = {k: v for k, v in r.diagnostics.items() if k != "preservedSegment"}
     out: dict[str, Any] = {
-        "sniff": cc.is_claude_code_file(path),
+        "sniff": claude_files.is_claude_code_file(path),
         "sessionId": t.session_id,
         "agentId": t.agent_id,
         "version": t.version,
@@ -90,7 +91,7 @@ def summarize(path: Path, sample: Path) -> dict[str, Any]:
     if not t.is_sidechain_file:
         out["subagents"] = [
             {**s.as_json(), "path": None if s.path is None else Path(s.path).relative_to(sample).as_posix()}
-            for s in cc.find_subagents(path, t)
+            for s in claude_files.find_subagents(path, t)
         ]
         session = cc.reconstruct(t, rule="session")
         out["sessionRule"] = {"leaf": session.leaf_uuid, "chainLength": len(session.chain)}

@@ -13,6 +13,8 @@ import pytest
 from sessiond.errors import EntryNotFoundError
 from sessiond.formats import claude_code as cc
 from sessiond.model.tree import SessionTree
+from sessiond.store import claude_files
+from tests.conftest import FIXTURES as ALL_FIXTURES
 from tests.conftest import GOLDEN, PI_FIXTURES
 from tests.formats.make_claude_goldens import FIXTURES, sample_dirs, sample_summary
 
@@ -29,7 +31,7 @@ H11 = "ccl-2.1.114/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
 
 
 def load(rel: str) -> cc.ClaudeTranscript:
-    return cc.load_transcript(FIXTURES / rel)
+    return claude_files.load_transcript(FIXTURES / rel)
 
 
 def all_transcripts() -> list[str]:
@@ -105,7 +107,7 @@ def test_goldens(sample: str) -> None:
 
 @pytest.mark.parametrize("rel", all_transcripts())
 def test_every_transcript_reconstructs_to_a_valid_request(rel: str) -> None:
-    assert cc.is_claude_code_file(FIXTURES / rel)
+    assert claude_files.is_claude_code_file(FIXTURES / rel)
     t = load(rel)
     r = cc.reconstruct(t)
     assert r.leaf_uuid is not None and r.chain[-1] == r.leaf_uuid
@@ -189,7 +191,7 @@ def test_compact_boundary_2_1_39() -> None:
     # the last assistant's usage is Claude's real context size
     assert r.diagnostics["lastAssistantTotalTokens"] == 102169
     # the compaction worker is linked to the boundary
-    links = {s.agent_id: s for s in cc.find_subagents(FIXTURES / H9, t)}
+    links = {s.agent_id: s for s in claude_files.find_subagents(FIXTURES / H9, t)}
     worker = links["acompact-946d2b"]
     assert (worker.kind, worker.parent_entry_uuid, worker.linked_by) == (
         "compaction",
@@ -226,7 +228,7 @@ def test_rewind_fork_2_1_42_resolves_to_the_newer_branch() -> None:
 
 def test_subagents_2_1_114_nested_layout() -> None:
     t = load(H11)
-    links = cc.find_subagents(FIXTURES / H11, t)
+    links = claude_files.find_subagents(FIXTURES / H11, t)
     assert len(links) == 6 and {s.layout for s in links} == {"nested"}
     by_result = {}
     for e in t.chain.values():
@@ -237,7 +239,7 @@ def test_subagents_2_1_114_nested_layout() -> None:
         assert s.linked_by == "toolUseResult" and s.tool_use_id == by_result[s.agent_id]
         assert s.path is not None and Path(s.path).name == f"agent-{s.agent_id}.jsonl"
         assert s.agent_type == "general-purpose" and s.description
-        assert s.entry_count == len(cc.load_transcript(s.path).chain)
+        assert s.entry_count == len(claude_files.load_transcript(s.path).chain)
         piece = t.chain[s.parent_entry_uuid or ""]
         assert piece["message"]["content"][0]["id"] == s.tool_use_id
     described = {s.agent_id: s.description for s in links}
@@ -246,7 +248,7 @@ def test_subagents_2_1_114_nested_layout() -> None:
 
 def test_subagents_2_1_17() -> None:
     t = load(H7)
-    (link,) = cc.find_subagents(FIXTURES / H7, t)
+    (link,) = claude_files.find_subagents(FIXTURES / H7, t)
     assert (link.agent_id, link.layout, link.entry_count) == ("a2271d1", "nested", 59)
     assert link.tool_use_id is not None and link.tool_use_id.endswith("bcxeWi")
     assert link.parent_entry_uuid == "5678510b-1f74-4e58-bd42-0daa684a5d00"
@@ -266,8 +268,8 @@ def test_subagents_2_0_76_flat_layout(tmp_path: Path) -> None:
         "r1", "a1", "toolu_task", "done", toolUseResult={"agentId": "a0294d5", "status": "completed"}
     )
     main.write_bytes(b.data())
-    t = cc.load_transcript(main)
-    (link,) = cc.find_subagents(main, t)
+    t = claude_files.load_transcript(main)
+    (link,) = claude_files.find_subagents(main, t)
     assert (link.layout, link.agent_id, link.tool_use_id, link.parent_entry_uuid) == (
         "flat",
         "a0294d5",
@@ -278,20 +280,20 @@ def test_subagents_2_0_76_flat_layout(tmp_path: Path) -> None:
     # a sibling agent file of another session is not ours
     other = tmp_path / "agent-bbbbbbb.jsonl"
     other.write_bytes(agent_src.read_bytes().replace(session.encode(), b"another-session"))
-    assert [s.agent_id for s in cc.find_subagents(main, t)] == ["a0294d5"]
+    assert [s.agent_id for s in claude_files.find_subagents(main, t)] == ["a0294d5"]
 
 
 def test_subagents_2_0_76_main_file_links_flat_agents(tmp_path: Path) -> None:
     # ah: the real main file names its agents in toolUseResult.agentId; give one of them a file.
     shutil.copy(FIXTURES / H5, tmp_path / Path(H5).name)
     main = tmp_path / Path(H5).name
-    t = cc.load_transcript(main)
+    t = claude_files.load_transcript(main)
     agent = (FIXTURES / H6).read_bytes()
     first = orjson.loads(agent.split(b"\n", 1)[0])
     agent = agent.replace(first["sessionId"].encode(), (t.session_id or "").encode())
     agent = agent.replace(b'"agentId":"a0294d5"', b'"agentId":"acf896c"')
     (tmp_path / "agent-acf896c.jsonl").write_bytes(agent)
-    (link,) = cc.find_subagents(main, t)
+    (link,) = claude_files.find_subagents(main, t)
     assert (link.layout, link.agent_id, link.linked_by) == ("flat", "acf896c", "toolUseResult")
     assert link.tool_use_id is not None and link.tool_use_id.endswith("sRTGDt")
     assert link.parent_entry_uuid == "f1dd5da8-8895-486d-9dfb-06beacf875ef"
@@ -303,7 +305,7 @@ def test_inline_sidechains_1_0_98() -> None:
     r = cc.reconstruct(t)
     assert len(r.chain) == 32 and r.diagnostics["sidechainEntriesExcluded"] == 405
     assert not any(t.chain[u].get("isSidechain") for u in r.chain)
-    links = cc.find_subagents(FIXTURES / H1, t)
+    links = claude_files.find_subagents(FIXTURES / H1, t)
     assert len(links) == 5 and {s.layout for s in links} == {"inline"}
     assert sum(s.entry_count for s in links) == 405
     assert len({s.tool_use_id for s in links}) == 5
@@ -345,7 +347,7 @@ def test_retry_copy_is_deduplicated_2_0_76() -> None:
 
 def test_sniff_rejects_pi_sessions() -> None:
     for path in PI_FIXTURES.glob("*.jsonl"):
-        assert not cc.is_claude_code_file(path)
+        assert not claude_files.is_claude_code_file(path)
 
 
 def test_spotter_load_and_reconstruct_is_fast() -> None:
@@ -465,17 +467,17 @@ def test_empty_file(tmp_path: Path) -> None:
     assert cc.to_pi_entries(t) == []
     empty = tmp_path / "e.jsonl"
     empty.write_bytes(b"")
-    assert not cc.is_claude_code_file(empty)
-    assert cc.load_transcript(empty).diagnostics.physical_lines == 0
-    assert cc.find_subagents(empty, t) == []
+    assert not claude_files.is_claude_code_file(empty)
+    assert claude_files.load_transcript(empty).diagnostics.physical_lines == 0
+    assert claude_files.find_subagents(empty, t) == []
 
 
 def test_a_file_of_only_summary_lines(tmp_path: Path) -> None:
     data = b'{"type":"summary","summary":"Other session","leafUuid":"x-1"}\n' * 3
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)
-    assert cc.is_claude_code_file(path)
-    t = cc.load_transcript(path)
+    assert claude_files.is_claude_code_file(path)
+    t = claude_files.load_transcript(path)
     assert len(t.records) == 3 and t.chain == {}
     assert t.titles.summaries == 3 and t.titles.untrusted_summaries == 3 and t.title() is None
     r = cc.reconstruct(t)
@@ -777,6 +779,33 @@ def test_parallel_result_off_the_chain_is_recovered() -> None:
     assert [m["toolCallId"] for _, m in r.messages if m["role"] == "toolResult"] == ["t1", "t2", "t3"]
 
 
+SYNTHETIC = ALL_FIXTURES / "synthetic"
+EQUAL_TIMESTAMPS = SYNTHETIC / "claude-code-parallel-results-equal-timestamps.jsonl"
+
+
+def test_orphaned_results_with_equal_timestamps_keep_claude_codes_order() -> None:
+    # Three streamed pieces of one message call three tools; the results of the second and
+    # third piece are off the chain, written in the same millisecond, the third's line first.
+    # Claude Code collects orphaned results piece by piece (pieces in file order) and sorts
+    # them by timestamp with a stable sort: the tie keeps the collection order (b, then c).
+    t = claude_files.load_transcript(EQUAL_TIMESTAMPS)
+    r = cc.reconstruct(t)
+    short = [u[:2] for u in r.chain]
+    assert [u[:2] for u in r.naive_chain] == ["0f", "1a", "2a", "3d"]
+    assert short == ["0f", "1a", "1b", "1c", "2b", "2c", "2a", "3d"]
+    assert t.chain[r.chain[4]]["timestamp"] == t.chain[r.chain[5]]["timestamp"]  # the tie
+    assert r.diagnostics["orphansRecovered"] == 4 and r.diagnostics["unpairedAfter"] == 0
+    check_pairing(r.messages)
+    results = [m["toolCallId"][-1] for _, m in r.messages if m["role"] == "toolResult"]
+    assert results == ["B", "C", "A"]
+    # Distinct timestamps still order by time, whatever the pieces' order.
+    later = t.records[:]
+    c_result = next(i for i, rec in enumerate(later) if rec.get("uuid", "").startswith("2c"))
+    later[c_result] = {**later[c_result], "timestamp": "2026-03-02T10:15:02.870Z"}
+    data = b"".join(orjson.dumps(rec) + b"\n" for rec in later)
+    assert [u[:2] for u in cc.reconstruct(cc.parse_transcript(data)).chain][4:6] == ["2c", "2b"]
+
+
 def test_walk_back_stops_at_a_human_prompt() -> None:
     b = Builder()
     b.user("u1", None, "go")
@@ -921,8 +950,8 @@ def test_inline_and_nested_subagents_synthetic(tmp_path: Path) -> None:
     (sub / "agent-n2.meta.json").write_text(
         '{"agentType":"general-purpose","description":"Y","toolUseId":"tk2"}'
     )
-    t = cc.load_transcript(main)
-    links = {s.agent_id: s for s in cc.find_subagents(main, t)}
+    t = claude_files.load_transcript(main)
+    links = {s.agent_id: s for s in claude_files.find_subagents(main, t)}
     assert links["n1"].tool_use_id == "tk" and links["n1"].linked_by == "toolUseResult"
     assert (links["n1"].agent_type, links["n1"].description) == ("Explore", "X")
     assert links["n2"].tool_use_id == "tk2" and links["n2"].linked_by == "meta"
@@ -950,8 +979,8 @@ def test_sniff(tmp_path: Path) -> None:
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-        assert cc.is_claude_code_file(tmp_path / name) is expected[name], name
-    assert not cc.is_claude_code_file(tmp_path / "missing.jsonl")
+        assert claude_files.is_claude_code_file(tmp_path / name) is expected[name], name
+    assert not claude_files.is_claude_code_file(tmp_path / "missing.jsonl")
 
 
 def test_titles_order() -> None:

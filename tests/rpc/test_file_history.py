@@ -376,7 +376,7 @@ def _claude_workspace(tmp_path: Path) -> tuple[Path, Path, str]:
 
 async def test_claude_code_checkpoints_list_diff_and_rewind(tmp_path: Path) -> None:
     from sessiond.filehistory.claude import snapshot_records, written_contents  # noqa: PLC0415
-    from sessiond.formats.claude_code import load_transcript  # noqa: PLC0415
+    from sessiond.store.claude_files import load_transcript  # noqa: PLC0415
 
     ws, transcript_path, sid = _claude_workspace(tmp_path)
     transcript = load_transcript(transcript_path)

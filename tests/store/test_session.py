@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from sessiond.compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
 from sessiond.errors import (
     EntryNotFoundError,
     EntryNotOnBranchError,
@@ -23,7 +24,7 @@ from sessiond.errors import (
     SessionNotSavedError,
 )
 from sessiond.formats.pi import encode_line, load_session
-from sessiond.model.js import UNDEFINED
+from sessiond.model.js import UNDEFINED, get
 from sessiond.model.projection import project
 from sessiond.model.tokens import estimate_projected_context_tokens
 from sessiond.store import journal as journal_module
@@ -31,6 +32,13 @@ from sessiond.store.journal import Durability
 from sessiond.store.session import LEAF_MARKER, Session
 from tests.builders import assistant, tool_result, user
 from tests.conftest import PI_FIXTURES
+
+
+def copy(path: Path, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / path.name
+    target.write_bytes(path.read_bytes())
+    return target
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -224,6 +232,50 @@ def test_persisted_leaf_move_restores_the_branch_on_reopen(tmp_path: Path) -> No
     assert [m["role"] for m in reopened.context().messages] == ["user"]
     with pytest.raises(EntryNotFoundError):
         s.move_leaf("nope")
+
+
+def test_a_persisted_leaf_move_changes_no_pi_derived_view(tmp_path: Path) -> None:
+    # Pi navigates in memory: its leaf is the target. sessiond persists the move as a marker
+    # below the target; projection, usage and the compaction decision must be Pi's (issue 14 #9).
+    s = new(tmp_path)
+    for i in range(4):
+        s.append_message(user(f"question {i} " + "q" * 400))
+        s.append_message(assistant(f"answer {i} " + "a" * 400, total=900 + i))
+    kept = s.branch_ids()[-2]
+    checkpoint = s.append_compaction("## Goal\nsummary", kept, 4000)
+    for i in range(4, 6):
+        s.append_message(user(f"question {i} " + "q" * 400))
+        s.append_message(assistant(f"answer {i} " + "a" * 400))
+    before_move = copy(s.path, tmp_path / "before-move")
+    pi = Session.open(before_move, read_only="Pi's view")
+    pi.set_leaf(checkpoint)  # what Pi's /tree does
+    marker = s.move_leaf(checkpoint)
+    assert s.leaf_id == marker != checkpoint
+    settings = CompactionSettings(True, 16384, 10)
+    for ours in (s, Session.open(s.path, read_only="reopened")):
+        assert ours.prepare_compaction(settings) == NoCompaction("already_compacted")
+        assert ours.prepare_compaction(settings) == pi.prepare_compaction(settings)
+        assert ours.context().messages == pi.context().messages
+        assert ours.context().settings == pi.context().settings
+        assert ours.context_usage() == pi.context_usage()
+        entry_ids = [get(p.source, "id") for p in ours.context().entries]
+        assert entry_ids == [get(p.source, "id") for p in pi.context().entries]
+        assert marker not in entry_ids
+    # Going on from there, the marker stays between the checkpoint and what follows: Pi (which
+    # navigated in memory, no marker) and sessiond still cut at the same message.
+    twin = Session.open(copy(pi.path, tmp_path / "twin"))
+    twin.set_leaf(checkpoint)
+    for session in (s, twin):
+        session.append_message(user("go on " + "q" * 400))
+        session.append_message(assistant("went on " + "a" * 400))
+    tight = CompactionSettings(True, 16384, 150)
+    ours_prep, pis = s.prepare_compaction(tight), twin.prepare_compaction(tight)
+    assert isinstance(ours_prep, CompactionPreparation) and isinstance(pis, CompactionPreparation)
+    assert s.get(ours_prep.first_kept_entry_id)["message"] == twin.get(pis.first_kept_entry_id)["message"]
+    assert (ours_prep.is_split_turn, ours_prep.tokens_before) == (pis.is_split_turn, pis.tokens_before)
+    assert ours_prep.messages_to_summarize == pis.messages_to_summarize
+    assert s.context().messages == twin.context().messages
+    assert s.context_usage() == twin.context_usage()
 
 
 def test_reopen_gives_the_same_views(tmp_path: Path) -> None:

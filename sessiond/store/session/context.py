@@ -1,0 +1,180 @@
+"""A Pi session's context and what is derived from it: the projection, usage, compaction preparation.
+
+The projection of the current branch is cached until the leaf or the session changes, and
+appends that extend the leaf extend the cache instead of rebuilding it (the write path calls
+:meth:`CachedContext._extend_light_context`), so asking for context or usage after every
+append costs what was appended, not the branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction, prepare_compaction
+from ...model import entries as E
+from ...model.entries import Entry
+from ...model.js import UNDEFINED, key, truthy
+from ...model.messages import entry_messages
+from ...model.projection import (
+    ContextSettings,
+    ProjectedEntry,
+    Projection,
+    context_entries,
+    context_settings,
+    next_settings,
+    project_entries,
+)
+from ...model.tokens import PI, ContextEstimate, TokenEstimator, UsageTracker
+from ..index import SessionIndex
+from .reads import IndexedSession
+
+
+@dataclass(slots=True)
+class _LightContext:
+    """The current leaf's path, settings and context entries, as light entries.
+
+    Kept up to date on appends that extend the leaf, so rebuilding context after an append
+    costs the context entries, not a walk of the whole branch.
+    """
+
+    leaf: Hashable
+    count: int
+    path: list[Any]
+    settings: ContextSettings
+    ctx: list[Any]
+
+
+class CachedContext(IndexedSession):
+    """Pi's context over the light index, cached per leaf and extended by appends."""
+
+    def __init__(self, path: Path, index: SessionIndex) -> None:
+        super().__init__(path, index)
+        self._projection: tuple[Hashable, Projection] | None = None
+        self._light_ctx: _LightContext | None = None
+        self._generation = 0
+        """Bumped whenever the projection is rebuilt rather than extended."""
+        self._usage: dict[str, tuple[int, UsageTracker]] = {}
+
+    def context(self) -> Projection:
+        """The projection of the current branch; only the context entries are read in full.
+
+        Cached until the leaf or the session changes, so asking twice costs nothing.
+        """
+        with self._lock:
+            cache_key = (key(self._index.tree.leaf_id), len(self._index))
+            if self._projection is not None and self._projection[0] == cache_key:
+                return self._projection[1]
+            light = self._light_context()
+            projection = project_entries(self._index.full_path(light.ctx), light.settings)
+            self._projection = (cache_key, projection)
+            self._generation += 1
+            return projection
+
+    def _light_context(self) -> _LightContext:
+        tree = self._index.tree
+        leaf = key(tree.leaf_id)
+        cached = self._light_ctx
+        if cached is not None and cached.leaf == leaf and cached.count == len(self._index):
+            return cached
+        path = tree.context_path()
+        ctx = context_entries(path)
+        if ctx is path:
+            ctx = list(path)  # both lists grow on appends: they must not be one list
+        self._light_ctx = _LightContext(leaf, len(self._index), path, context_settings(path), ctx)
+        return self._light_ctx
+
+    def _extend_light_context(self, parent: Any, light: Any, is_new_id: bool, full: Entry) -> None:
+        """After an append: extend the cached path (and projection) if the entry hangs below the leaf.
+
+        Keeps rebuilding context after an append proportional to what was appended: the
+        projection grows by the new entry's messages unless the entry changes how earlier
+        ones project (a compaction or a context edit), which rebuilds it from the context
+        entries.
+        """
+        cached = self._light_ctx
+        previous = self._projection
+        self._projection = None
+        if cached is None or not is_new_id or cached.leaf != key(parent) or type(light) is not dict:
+            self._light_ctx = None
+            return
+        before = (cached.leaf, cached.count)
+        cached.path.append(light)
+        cached.settings = next_settings(cached.settings, light)
+        marker = E.is_leaf_marker(light)
+        if light.get("type") == E.COMPACTION:
+            ctx = context_entries(cached.path)
+            cached.ctx = list(ctx) if ctx is cached.path else ctx
+        elif not marker:
+            cached.ctx.append(light)
+        cached.leaf = key(light.get("id", UNDEFINED))
+        cached.count = len(self._index)
+        t = light.get("type")
+        if previous is not None and previous[0] == before and marker:
+            self._projection = ((cached.leaf, cached.count), previous[1])  # a marker is no context
+        elif previous is not None and previous[0] == before and t not in (E.COMPACTION, E.CONTEXT_EDIT):
+            old = previous[1]
+            messages = entry_messages(full)
+            self._projection = (
+                (cached.leaf, cached.count),
+                Projection(
+                    [*old.entries, ProjectedEntry(full, messages)],
+                    [*old.messages, *messages],
+                    cached.settings,
+                ),
+            )
+
+    def current_branch(self) -> list[Any]:
+        """Light entries root -> leaf (cached while appends extend the leaf; do not modify)."""
+        with self._lock:
+            return self._current_branch()
+
+    def _current_branch(self) -> list[Any]:
+        """Light entries root -> leaf (Pi's ``getBranch()``), from the cache when it is current."""
+        leaf = self._index.tree.leaf_id
+        if not truthy(leaf) or self._index.tree.get(leaf) is None:
+            return self._index.tree.branch()
+        return self._light_context().path
+
+    def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
+        """Tokens of the current context: last trusted usage + estimate of what follows.
+
+        Kept current incrementally while appends only extend the context, so asking after
+        every append costs what was appended (a ``UsageTracker`` per estimator).
+        """
+        with self._lock:
+            projection = self.context()
+            branch = self._current_branch()
+            cached = self._usage.get(estimator.name)
+            if cached is not None and cached[0] == self._generation:
+                return cached[1].extend(projection, branch)
+            tracker = UsageTracker(estimator)
+            self._usage[estimator.name] = (self._generation, tracker)
+            return tracker.reset(projection, branch)
+
+    def prepare_compaction(
+        self, settings: CompactionSettings, estimator: TokenEstimator = PI
+    ) -> CompactionPreparation | NoCompaction:
+        return self.prepare_compaction_at_leaf(settings, estimator)[1]
+
+    def prepare_compaction_at_leaf(
+        self, settings: CompactionSettings, estimator: TokenEstimator = PI
+    ) -> tuple[Any, CompactionPreparation | NoCompaction]:
+        """The preparation and the leaf it was made at (one consistent view, for staleness checks).
+
+        Only the snapshot is taken under the lock — the current branch (copied: appends extend
+        the cached list) and its cached projection (appends replace it, never change it) — so
+        writers are not held up while the cut point is searched.
+        """
+        with self._lock:
+            leaf = self._index.tree.leaf_id
+            branch = list(self._current_branch())
+            projection = self.context()
+        return leaf, prepare_compaction(branch, settings, estimator, projection=projection)
+
+    def context_for(self, path: list[Any]) -> Projection:
+        """The projection of an arbitrary light path (reading only its context entries)."""
+        full = self._index.full_path(context_entries(path))
+        return project_entries(full, context_settings(path))

@@ -1,0 +1,367 @@
+"""Writing a Pi session: every append follows one path, and the first flush creates the file.
+
+validate -> build the entry in Pi's key order -> encode one line -> one ``write()`` ->
+index -> (``fsync`` mode) wait for the shared ``fdatasync`` -> acknowledge. A write that
+fails leaves the in-memory state untouched: the entry is only indexed once its line is
+written. Pi's first-flush rule is kept: a session's file appears with its first user or
+assistant message, holding everything appended before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import (
+    EntryNotFoundError,
+    InvalidArgumentError,
+    LeafMismatchError,
+    ReadOnlySessionError,
+    SessiondError,
+)
+from ...formats.pi import LoadDiagnostics, encode_line
+from ...model import entries as E
+from ...model.entries import Entry
+from ...model.js import UNDEFINED, get, iso_now, key, truthy
+from ...model.messages import current_system_message
+from ...model.projection import context_entries, context_settings, project_entries
+from ..ids import short_id
+from ..index import SessionIndex
+from ..journal import Durability, Journal
+from ..specs import StageView
+from ..specs import build as build_entry
+from .ingest import FollowedSession
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAppend:
+    """Entries written (and visible) but not yet acknowledged: :meth:`wait` makes them durable.
+
+    Splitting the two lets an event loop write inline (microseconds, in order) and wait for
+    the shared ``fdatasync`` elsewhere (a worker thread), so waiting appends group-commit.
+    """
+
+    entry_ids: list[str]
+    journal: Journal | None
+    """Set when the acknowledgement must wait for the lines to reach the disk."""
+    end: int | None
+
+    @property
+    def needs_sync(self) -> bool:
+        return self.journal is not None and self.end is not None
+
+    def wait(self) -> list[str]:
+        """Block until the entries are durable (in ``fsync`` mode; at once otherwise)."""
+        if self.journal is not None and self.end is not None:
+            self.journal.sync(self.end)
+        return self.entry_ids
+
+
+class WritableSession(FollowedSession):
+    """A Pi session sessiond writes: the only writer of its file. Mutations serialise on the lock,
+    ``fsync`` waits are shared."""
+
+    def __init__(
+        self,
+        path: Path,
+        index: SessionIndex,
+        journal: Journal | None,
+        diagnostics: LoadDiagnostics,
+        durability: Durability,
+        scan_end: int = 0,
+    ) -> None:
+        super().__init__(path, index, journal, diagnostics, scan_end)
+        self.durability = durability
+
+    def append_entries(
+        self,
+        specs: list[Any],
+        *,
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: Durability | None = None,
+    ) -> list[str]:
+        """Append a batch of entries (specs: entries without id/parentId/timestamp).
+
+        The first entry hangs below ``parent_id`` (default: the leaf; ``None``: a new root),
+        each next one below the previous; the leaf ends on the last. With ``expect_leaf_id``
+        the batch is only appended if the leaf is still that entry (compare-and-append, for
+        several writers sharing a session). Every spec is validated before anything is
+        written, and the batch is written with one ``write()``: all of it or nothing.
+        """
+        return self.begin_append(
+            specs, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=durability
+        ).wait()
+
+    def begin_append(
+        self,
+        specs: list[Any],
+        *,
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: Durability | None = None,
+    ) -> PendingAppend:
+        """:meth:`append_entries` without waiting for durability: call ``.wait()`` to acknowledge."""
+        if type(specs) is not list or not specs:
+            raise InvalidArgumentError("entries must be a non-empty array", field="entries")
+        with self._lock:
+            self._before_write()
+            current = self._leaf_for_append()
+            if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
+                raise LeafMismatchError(expect_leaf_id, current)
+            if parent_id is UNDEFINED:
+                parent = current
+            elif parent_id is None or parent_id in self._index.tree:
+                parent = parent_id
+            else:
+                raise EntryNotFoundError(parent_id)
+            return self._stage_and_write(specs, parent, durability)
+
+    def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
+        return self.append_entries([spec], durability=durability)[0]
+
+    def append_message(self, message: Any, *, durability: Durability | None = None) -> str:
+        return self._one({"type": E.MESSAGE, "message": message}, durability)
+
+    def append_thinking_level_change(self, level: str, *, durability: Durability | None = None) -> str:
+        return self._one({"type": E.THINKING_LEVEL_CHANGE, "thinkingLevel": level}, durability)
+
+    def append_model_change(
+        self, provider: str, model_id: str, *, durability: Durability | None = None
+    ) -> str:
+        return self._one({"type": E.MODEL_CHANGE, "provider": provider, "modelId": model_id}, durability)
+
+    def append_usage(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: Any,
+        note: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        spec = {
+            "type": E.USAGE,
+            "kind": kind,
+            "provider": provider,
+            "model": model,
+            "usage": usage,
+            "note": note,
+        }
+        return self._one(_defined(spec), durability)
+
+    def append_custom(
+        self, custom_type: str, data: Any = UNDEFINED, *, durability: Durability | None = None
+    ) -> str:
+        return self._one(_defined({"type": E.CUSTOM, "customType": custom_type, "data": data}), durability)
+
+    def append_custom_message(
+        self,
+        custom_type: str,
+        content: Any,
+        display: bool,
+        details: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        spec = {
+            "type": E.CUSTOM_MESSAGE,
+            "customType": custom_type,
+            "content": content,
+            "display": display,
+            "details": details,
+        }
+        return self._one(_defined(spec), durability)
+
+    def append_label(
+        self, target_id: Any, label: Any = UNDEFINED, *, durability: Durability | None = None
+    ) -> str:
+        """Set (or, with no/empty label, clear) the label of any entry."""
+        return self._one(_defined({"type": E.LABEL, "targetId": target_id, "label": label}), durability)
+
+    def set_name(self, name: str, *, durability: Durability | None = None) -> str:
+        """Pi's ``appendSessionInfo``: newlines become spaces, the name is trimmed, empty clears."""
+        return self._one({"type": E.SESSION_INFO, "name": name}, durability)
+
+    def append_context_edit(
+        self, target_id: Any, replacement: Any, *, durability: Durability | None = None
+    ) -> str:
+        """Pi's ``appendContextEdit``: replace (or with ``None`` hide) what an entry contributes."""
+        return self._one(
+            {"type": E.CONTEXT_EDIT, "targetId": target_id, "replacement": replacement}, durability
+        )
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: Any,
+        tokens_before: int,
+        details: Any = UNDEFINED,
+        from_hook: Any = UNDEFINED,
+        usage: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        """A compaction checkpoint after the leaf; ``first_kept_entry_id=None`` keeps nothing.
+
+        Snapshots the current system prompt and tools (every system message of the current
+        context replayed into one) on the entry, as Pi does. Unlike Pi, the kept entry must be
+        on the current branch: a checkpoint that keeps an entry of another branch would
+        silently keep nothing.
+        """
+        spec = {
+            "type": E.COMPACTION,
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens_before,
+            "details": details,
+            "usage": usage,
+            "fromHook": from_hook,
+        }
+        return self._one(_defined(spec), durability)
+
+    def branch_with_summary(
+        self,
+        branch_from_id: Any,
+        summary: str,
+        details: Any = UNDEFINED,
+        from_hook: Any = UNDEFINED,
+        usage: Any = UNDEFINED,
+        *,
+        durability: Durability | None = None,
+    ) -> str:
+        """Pi's ``branchWithSummary``: move the leaf and record what the old branch did."""
+        spec = {
+            "type": E.BRANCH_SUMMARY,
+            "summary": summary,
+            "details": details,
+            "usage": usage,
+            "fromHook": from_hook,
+        }
+        return self.append_entries([_defined(spec)], parent_id=branch_from_id, durability=durability)[0]
+
+    # ------------------------------------------------------------------ the write path
+
+    def _new_id(self, staged: dict[Hashable, Any] | None = None) -> str:
+        tree = self._index.tree
+        if not staged:
+            return short_id(lambda candidate: candidate in tree)
+        return short_id(lambda candidate: candidate in tree or candidate in staged)
+
+    def _leaf_for_append(self) -> Any:
+        leaf = self._index.tree.leaf_id
+        return None if leaf is UNDEFINED else leaf
+
+    def _stage_and_write(self, specs: list[Any], parent: Any, durability: Durability | None) -> PendingAppend:
+        """Validate and build every spec, then write them all (caller holds the lock)."""
+        if self.read_only is not None:
+            raise ReadOnlySessionError(self.id, self.read_only)
+        tree = self._index.tree
+        if parent is None:
+            light_path: list[Any] = []
+        elif key(parent) == key(tree.leaf_id) and truthy(parent):
+            light_path = self._light_context().path  # read only here; never copied per append
+        else:
+            light_path = tree.branch(parent)
+        staged: dict[Hashable, Entry] = {}
+        entries: list[Entry] = []
+        leaf_before = self._leaf_for_append()
+        on_path_cache: set[Hashable] = set()
+
+        def on_path(entry_id: Any) -> bool:
+            """Whether an id is on the branch being extended (built only if a spec asks)."""
+            k = key(entry_id)
+            if k in staged:
+                return True
+            if not on_path_cache and light_path:
+                on_path_cache.update(key(get(e, "id")) for e in light_path)
+            return k in on_path_cache
+
+        def system_snapshot() -> Any:
+            ctx = context_entries([*light_path, *entries])
+            full = [e if key(get(e, "id")) in staged else self._index.full(e) for e in ctx]
+            return current_system_message(project_entries(full, context_settings(ctx)).messages)
+
+        for index, spec in enumerate(specs):
+            view = StageView(
+                exists=lambda i: i in tree or key(i) in staged,
+                on_branch=on_path,
+                lookup=lambda i: staged.get(key(i)) or tree.get(i),
+                leaf=leaf_before,
+                system_snapshot=system_snapshot,
+            )
+            try:
+                entry = build_entry(spec, self._new_id(staged), parent, iso_now(), view)
+            except SessiondError as exc:
+                if len(specs) > 1:
+                    exc.data["index"] = index  # which entry of the batch was refused
+                raise
+            entries.append(entry)
+            eid = entry["id"]
+            staged[key(eid)] = entry
+            parent = leaf_before = eid
+        return self._write_locked(entries, durability)
+
+    def _write_locked(self, entries: list[Entry], durability: Durability | None) -> PendingAppend:
+        """Write built entries with one ``write()`` and index them (caller holds the lock)."""
+        mode = durability or self.durability
+        lines = [encode_line(e) for e in entries]
+        ids = [str(e["id"]) for e in entries]
+        if self._journal is None:
+            self._projection = None
+            self._light_ctx = None
+            if not any(self._is_conversation(e) for e in entries) and not self._has_conversation():
+                for entry, line in zip(entries, lines, strict=True):
+                    self._index.add(entry, -1, len(line))
+                return PendingAppend(ids, None, None)
+            self._flush_first(entries, lines, mode)  # an fsync-mode create is durable on return
+            return PendingAppend(ids, None, None)
+        start, end = self._journal.append(b"".join(lines))
+        offset = start
+        for entry, line in zip(entries, lines, strict=True):
+            is_new_id = entry["id"] not in self._index.tree
+            light = self._index.add(entry, offset, len(line), keep=True)
+            self._extend_light_context(entry.get("parentId"), light, is_new_id, entry)
+            offset += len(line)
+        self._scan_end = end
+        return PendingAppend(ids, self._journal if mode is Durability.FSYNC else None, end)
+
+    @staticmethod
+    def _is_conversation(e: Any) -> bool:
+        return get(e, "type") == E.MESSAGE and get(get(e, "message"), "role") in ("user", "assistant")
+
+    def _has_conversation(self) -> bool:
+        return any(self._is_conversation(e) for e in self._index.tree.entries)
+
+    def _flush_first(self, entries: list[Entry], lines: list[bytes], mode: Durability) -> None:
+        """Pi's first flush: create the file with the header, everything held, and the new lines."""
+        index = self._index
+        head = [encode_line(index.header)]
+        held = [encode_line(index.full_at(pos)) for pos in range(len(index))]
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        journal = Journal.create(self.path, b"".join(head + held + lines), mode)
+        offset = len(head[0])
+        written: list[tuple[int, int]] = []
+        for raw in held:
+            written.append((offset, len(raw)))
+            offset += len(raw)
+        index.mark_written(0, written)
+        for entry, line in zip(entries, lines, strict=True):
+            index.add(entry, offset, len(line), keep=True)
+            offset += len(line)
+        index.read_body = journal.pread
+        self._journal = journal
+        self._scan_end = journal.size
+
+    def _before_write(self) -> None:
+        if self.read_only is not None:
+            raise ReadOnlySessionError(self.id, self.read_only)
+        self._catch_up()
+
+
+def _defined(spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec without the optional fields left ``UNDEFINED``."""
+    return {k: v for k, v in spec.items() if v is not UNDEFINED}

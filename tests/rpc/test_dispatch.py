@@ -27,6 +27,10 @@ def test_the_daemons_table_has_one_handler_per_protocol_method() -> None:
         "compaction/commit",
         "compaction/settings",
     }
+    progress = {name for name, m in HANDLERS.items() if m.reports_progress}
+    assert {"compaction/run", "session/list"} <= progress
+    assert "session/append" not in progress
+    assert progress == {name for name, spec in METHODS.items() if "workDoneToken" in spec.params.model_fields}
 
 
 def test_a_method_outside_the_protocol_is_refused() -> None:

@@ -71,6 +71,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessiond_protocol.errors import ErrorCode
+
 from ..errors import InvalidArgumentError, SessiondError
 from ..store.jetstream.settings import JetStreamSettings
 from ..store.journal import Durability
@@ -81,7 +83,9 @@ from .roots import Root, build_roots
 
 
 class ConfigError(SessiondError):
-    """The configuration file is unreadable or has a wrong value."""
+    """The configuration file is unreadable or has a wrong value (or a request's settings do)."""
+
+    error_code = ErrorCode.INVALID_PARAMS
 
 
 @dataclass(frozen=True)

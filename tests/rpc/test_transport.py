@@ -117,8 +117,9 @@ async def test_oversized_messages(tmp_path: Path) -> None:
         assert err["code"] == ErrorCode.MESSAGE_TOO_LARGE and err["data"]["limit"] == 4096
         assert "sessions" in await client.request("session/list", {})  # NDJSON stays in sync
         await client.close()
-        out = raw_exchange(d.socket, b"Content-Length: 100000\r\n\r\n")
-        assert json.loads(out.partition(b"\r\n\r\n")[2])["error"]["code"] == ErrorCode.PARSE_ERROR
+        out = raw_exchange(d.socket, b"Content-Length: 100000\r\n\r\n")  # answered in its framing
+        err = json.loads(out.partition(b"\r\n\r\n")[2])["error"]
+        assert err["code"] == ErrorCode.MESSAGE_TOO_LARGE and err["data"]["limit"] == 4096
     finally:
         assert d.stop() == 0
 

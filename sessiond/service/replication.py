@@ -24,6 +24,7 @@ log = logging.getLogger("sessiond.replication")
 class Replication:
     def __init__(self, registry: SessionRegistry) -> None:
         self.registry = registry
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def opened(self, host: SessionHost) -> None:
         session = host.session
@@ -35,27 +36,38 @@ class Replication:
             return  # opened outside the daemon's loop (a test, a tool): nothing to announce to
         scheduled = False
 
-        def pump() -> None:
+        async def pump() -> None:
             nonlocal scheduled
-            scheduled = False
-            if host.session is not session or self.registry.hosts.get(host.id) is not host:
-                return  # closed or replaced meanwhile
-            try:
-                entries = session.take_remote()
-            except SessiondError as exc:
-                self.registry.tell(host.id, WARNING, f"cannot follow other daemons' appends: {exc.message}")
-                return
-            if entries:
-                host.announce_external(entries)
-                self.registry.changed(host)
-                if host.after_write is not None:
-                    host.after_write()  # the replica grew: no echo from the file watcher
+            # After an append of this daemon announced its entries: an append committing in a
+            # worker thread may already hold later entries of others in its backlog, and they
+            # must not be announced before its own (subscribers see the log's order).
+            async with host.write_order:
+                scheduled = False
+                if host.session is not session or self.registry.hosts.get(host.id) is not host:
+                    return  # closed or replaced meanwhile
+                try:
+                    entries = session.take_remote()
+                except SessiondError as exc:
+                    self.registry.tell(
+                        host.id, WARNING, f"cannot follow other daemons' appends: {exc.message}"
+                    )
+                    return
+                if entries:
+                    host.announce_external(entries)
+                    self.registry.changed(host)
+                    if host.after_write is not None:
+                        host.after_write()  # the replica grew: no echo from the file watcher
+
+        def start() -> None:
+            task = loop.create_task(pump())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
         def wake() -> None:
             nonlocal scheduled
             if not scheduled:  # one pump drains every delivery so far
                 scheduled = True
-                loop.call_soon_threadsafe(pump)
+                loop.call_soon_threadsafe(start)
 
         try:
             session.remote.follow(wake)

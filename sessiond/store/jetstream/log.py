@@ -149,9 +149,8 @@ class JetStreamLog:
     def pull(self, *, fetch: bool) -> list[bytes]:
         """Every message carries the subject sequence it was appended after (its
         ``Nats-Expected-Last-Subject-Sequence``), so a delivery that does not follow what this
-        replica holds — the subscription skipped a message while it restarted after a leader
-        change (seen under a leader kill) — is never applied: the missing range is read from the
-        stream instead."""
+        replica holds (a subscription that skipped a message while it restarted) is never
+        applied: the missing range is read from the stream instead."""
         out: list[bytes] = []
         while self._delivered:
             seq, previous, data = self._delivered.popleft()
@@ -165,25 +164,36 @@ class JetStreamLog:
             out.append(data)
             self.last_seq = seq
         if fetch:
-            self.link.require(self.session_id)
-            while True:
-                try:
-                    msg = self.link.call(
-                        self.link.js.get_msg(
-                            self.link.settings.stream, seq=self.last_seq + 1, subject=self.subject, next=True
-                        ),
-                        self.link.settings.ack_wait,
-                    )
-                except NotFoundError:
-                    break
-                except Exception as exc:
-                    raise ClusterUnavailableError(self.session_id, f"cannot read the log: {exc}") from exc
-                if msg.seq is None or msg.seq <= self.last_seq:
-                    break
-                log.debug("%s: fetched %d after %d", self.session_id, msg.seq, self.last_seq)
-                out.append(msg.data or b"")
-                self.last_seq = msg.seq
+            try:
+                self._fetch(out)
+            except ClusterUnavailableError:
+                if out:
+                    # What was delivered (and counted as held) must reach the replica now; the
+                    # rest is read the next time. Raising here lost it (seen under a leader kill).
+                    return out
+                raise
         return out
+
+    def _fetch(self, out: list[bytes]) -> None:
+        """Read the subject after :attr:`last_seq` from the stream, into ``out``."""
+        self.link.require(self.session_id)
+        while True:
+            try:
+                msg = self.link.call(
+                    self.link.js.get_msg(
+                        self.link.settings.stream, seq=self.last_seq + 1, subject=self.subject, next=True
+                    ),
+                    self.link.settings.ack_wait,
+                )
+            except NotFoundError:
+                return
+            except Exception as exc:
+                raise ClusterUnavailableError(self.session_id, f"cannot read the log: {exc}") from exc
+            if msg.seq is None or msg.seq <= self.last_seq:
+                return
+            log.debug("%s: fetched %d after %d", self.session_id, msg.seq, self.last_seq)
+            out.append(msg.data or b"")
+            self.last_seq = msg.seq
 
     def vanished(self) -> bool:
         async def last() -> int:

@@ -180,11 +180,11 @@ class SessionHost:
     def usage(self) -> dict[str, Any]:
         """How full the context is, with where the number comes from."""
         session = self.session
-        projection = session.context()
-        estimate = session.context_usage(self.estimator)
-        model = projection.settings.model
+        view = session.usage_view(self.estimator)  # no need for the context itself in memory
+        estimate = view.estimate
+        model = view.model
         size = self._window_for(session, model)
-        if not projection.messages:
+        if not view.messages:
             used: int | None = 0
             source = "unknown"
         else:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import SessiondError
+from ..store.memory import BUDGET
 from .catalog import UUID_STEM, Listed
 from .hub import WARNING
 from .watcher import FileEvent, Watcher
@@ -47,6 +48,8 @@ class Follower:
 
     ROOT_CHECK_INTERVAL = 2.0
     """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
+    SWEEP_INTERVAL = 10.0
+    """Seconds between sweeps of the memory budget for idle sessions' parsed content."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -81,8 +84,17 @@ class Follower:
             if missing:
                 tg.start_soon(self._wait_for_roots, missing)
             tg.start_soon(self.own.run)
+            tg.start_soon(self._sweep_memory)
             await self.foreign.run()
             tg.cancel_scope.cancel()
+
+    async def _sweep_memory(self) -> None:
+        """Give back what open sessions hold parsed and stopped using, also when nothing else
+        happens (the memory budget otherwise checks only when a session reports, which is
+        all it does with ``[watch] enabled = false``)."""
+        while True:
+            await anyio.sleep(self.SWEEP_INTERVAL)
+            BUDGET.sweep()
 
     async def _wait_for_roots(self, missing: list[Any]) -> None:
         while missing:

@@ -32,6 +32,7 @@ from ..model.messages import content_text
 from ..model.tokens import get_estimator
 from ..store.journal import Durability
 from ..store.listing import ListingCache, iso_string
+from ..store.memory import BUDGET
 from ..store.session import ReadableSession, Session
 from .catalog import Catalog, Listed
 from .compactor import Compactor
@@ -71,6 +72,7 @@ class Service:
         self.compactor = Compactor(self)
         self.follower = Follower(self)
         self.file_history = FileHistoryService(self)
+        BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
         self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ telling people

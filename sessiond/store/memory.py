@@ -122,6 +122,10 @@ class MemoryBudget:
                 self._holders.move_to_end(ref)
             self.total += nbytes - self._holders[ref]
             self._holders[ref] = holder.bytes = nbytes
+            if not touch:
+                # A drop only gives back: it must not pick victims itself (a drop made while
+                # the total is still over the limit would evict the holder that asked).
+                return
             if self.total > self.limit:
                 over = self.total - self.limit
                 for r, held in self._holders.items():

@@ -55,6 +55,9 @@ class Follower:
         self.service = service
         config = service.config.watch
         self.enabled = config.enabled
+        self._sweeping: anyio.CancelScope | None = None
+        """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
+        :meth:`stop`)."""
         self.foreign = Watcher(
             self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
         )
@@ -71,6 +74,8 @@ class Follower:
 
     async def run(self) -> None:
         if not self.enabled:
+            with anyio.CancelScope() as self._sweeping:  # nothing to follow; memory is still given back
+                await self._sweep_memory()
             return
         missing = []
         for root in self.service.catalog.roots:
@@ -90,8 +95,8 @@ class Follower:
 
     async def _sweep_memory(self) -> None:
         """Give back what open sessions hold parsed and stopped using, also when nothing else
-        happens (the memory budget otherwise checks only when a session reports, which is
-        all it does with ``[watch] enabled = false``)."""
+        happens (the memory budget otherwise checks only when a session reports). Runs with
+        ``[watch] enabled = false`` too, until the daemon stops."""
         while True:
             await anyio.sleep(self.SWEEP_INTERVAL)
             BUDGET.sweep()
@@ -105,6 +110,8 @@ class Follower:
                 self._watcher(root).watch_dir(root.path, recursive=True)
 
     def stop(self) -> None:
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         self.foreign.stop()
         self.own.stop()
 

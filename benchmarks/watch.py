@@ -24,7 +24,11 @@ Sections (every ratio is against a reference measured in the same run):
    ``write()`` to the client reading the ``entries_appended`` (``external: true``) that names the
    line's id (Claude: only chain entries produce entries): p50/p99/max against the watcher alone
    (section 1); goal p99 < 50 ms. Also the daemon's CPU per line written (``/proc/<pid>/stat``
-   utime + stime over the run) and the same net of its idle CPU (schedstat).
+   utime + stime over the run) and the same net of its idle CPU (schedstat). Then synthetic
+   Claude Code transcripts (``ClaudeSynth``, real 2.1.x record shapes) of 0.3, 10 and 50 MiB
+   (``--follow-sizes``; quick 0.3 and 10): all but the last 150 lines (quick 40) loaded, then
+   those followed. Goals (issue 16): at 50 MiB, daemon CPU per line (net) <= 2 ms and within
+   1.5x of the 0.3 MiB figure, p99 < 50 ms.
 5. **idle daemon** - two daemons at once, each with 1,000 session files (header + 2 messages) in
    10 cwd directories of its store, one with ``[watch] enabled = false`` (the reference): daemon
    CPU ms per wall second over ~10 s (``/proc/<pid>/task/*/schedstat``).

@@ -414,7 +414,7 @@ class ClaudeSession(IndexedSession):
             self._branch = None
             if self.live.conversation is not None:
                 self._context_bytes += sum(length for _, _, length, _ in growth.new)
-                self._holder.hold(self._context_bytes)
+                self._holder.resize(self._context_bytes)  # growth is no read (see memory.Holder)
             return result
 
     def _set_leaf(self) -> None:

@@ -64,6 +64,11 @@ class Holder:
         """Mark it used (what it keeps is unchanged)."""
         self._budget._report(self, self.bytes)
 
+    def resize(self, nbytes: int) -> None:
+        """What it keeps grew or shrank without anyone using it (an append extending a held
+        context): counted, but not marked used, so content nobody reads still goes idle."""
+        self._budget._report(self, max(0, nbytes), touch=False, evict=True)
+
     def drop(self) -> None:
         """Drop what it keeps (the budget's own decision, or the owner's)."""
         self._drop()
@@ -106,7 +111,7 @@ class MemoryBudget:
         while self._dead:
             self.total -= self._holders.pop(self._dead.pop(), 0)
 
-    def _report(self, holder: Holder, nbytes: int, *, touch: bool = True) -> None:
+    def _report(self, holder: Holder, nbytes: int, *, touch: bool = True, evict: bool | None = None) -> None:
         now = time.monotonic()
         victims: list[Holder] = []
         with self._lock:
@@ -122,7 +127,7 @@ class MemoryBudget:
                 self._holders.move_to_end(ref)
             self.total += nbytes - self._holders[ref]
             self._holders[ref] = holder.bytes = nbytes
-            if not touch:
+            if not (touch if evict is None else evict):
                 # A drop only gives back: it must not pick victims itself (a drop made while
                 # the total is still over the limit would evict the holder that asked).
                 return

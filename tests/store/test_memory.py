@@ -149,3 +149,36 @@ def test_over_budget_a_claude_session_drops_its_context_and_still_follows(tmp_pa
     assert claude_state(s) == claude_state(cold)
     for session in (s, other, cold):
         session.close()
+
+
+def test_appends_alone_do_not_keep_a_pi_sessions_context_in_use(tmp_path: Path) -> None:
+    """The soak's failure: a watched session grown by appends kept its context materialised
+    because every append that extended the projection marked it used."""
+    budget = MemoryBudget(limit=1 << 30, idle=0.2)
+    s = Session.create(tmp_path / "--w--", "/w")
+    s._context_holder = budget.holder("context", s._drop_projection)  # (a short idle time)
+    grow(s, 3)
+    s.context()
+    assert s._projection is not None and budget.total > 0
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:  # appended to (and usage asked) all the time, never read
+        grow(s, 1)
+        s.usage_view(PI)
+        time.sleep(0.02)
+    assert budget.sweep() == 1
+    assert s._projection is None
+    cold = Session.open(s.path)
+    assert s.context().messages == cold.context().messages
+    cold.close()
+    s.close()
+
+
+def test_a_resize_counts_without_marking_use() -> None:
+    budget = MemoryBudget(limit=100, idle=3600)
+    a, b = Held(budget, "a"), Held(budget, "b")
+    a.holder.hold(10)
+    b.holder.hold(10)
+    a.holder.resize(50)  # a grew but was not used: still the least recently used
+    assert budget.total == 60
+    b.holder.hold(80)  # 130 > 100: a goes
+    assert (a.dropped, b.dropped) == (1, 0) and budget.total == 80

@@ -163,7 +163,8 @@ class CachedContext(IndexedSession):
                 ),
             )
             self._projection_bytes += self._index.lengths[len(self._index) - 1]
-            self._context_holder.hold(self._projection_bytes)
+            # an append is no read: a projection only appends extend still goes idle
+            self._context_holder.resize(self._projection_bytes)
 
     def current_branch(self) -> list[Any]:
         """Light entries root -> leaf (cached while appends extend the leaf; do not modify)."""

@@ -146,15 +146,19 @@ class LoadResult(Result):
     header: Open = Field(description="The session header line.")
     saved: bool = Field(description="Whether the file exists yet (Pi's first-flush rule).")
     diagnostics: Open = Field(description="What the loader skipped or repaired (junk lines, torn tail...).")
-    format: Literal["pi", "claude-code"] = "pi"
-    root: str = Field("sessiond", description="`sessiond`, `pi` or `claude`.")
+    format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
+    root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
 
 
 class ListParams(WorkDone):
     cwd: str | None = Field(None, description="Only the sessions of this working directory.")
-    root: Literal["sessiond", "pi", "claude"] | None = Field(None, description="Only this root.")
-    format: Literal["pi", "claude-code"] | None = Field(None, description="Only this format.")
+    root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = Field(
+        None, description="Only this root."
+    )
+    format: Literal["pi", "claude-code", "codex", "opencode"] | None = Field(
+        None, description="Only this format."
+    )
     subscribe: bool = Field(
         False, description="Also send this connection `session_list_update` when sessions appear or change."
     )
@@ -459,8 +463,10 @@ METHODS: dict[str, MethodSpec] = {
             "session/delete",
             SessionRef,
             DeleteResult,
-            "Move the session file to the store's trash folder (nothing is unlinked).",
-            (*_S, C.STORAGE_ERROR),
+            "Move the session file to the store's trash folder (nothing is unlinked). Another "
+            "agent's session (a read-only root) is refused with `READ_ONLY`: sessiond never moves "
+            "its files.",
+            (*_S, C.READ_ONLY, C.STORAGE_ERROR),
             {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"},
             None,
         ),
@@ -526,7 +532,9 @@ METHODS: dict[str, MethodSpec] = {
             "session/fork",
             ForkParams,
             ForkResult,
-            "Fork (`before` a user message) or clone (`at` an entry) into a new session.",
+            "Fork (`before` a user message) or clone (`at` an entry) into a new session. A read-only "
+            "session's fork goes into sessiond's store; a Codex or OpenCode session's fork is the "
+            "context at that point written as a new Pi session (an export).",
             (*_S, C.ENTRY_NOT_FOUND, C.NOT_SAVED, C.STORAGE_ERROR),
             {
                 "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",

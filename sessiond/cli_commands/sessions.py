@@ -39,19 +39,24 @@ from .render import (
 from .sources import Source, catalog, daemon_or_none, open_source
 
 SUMMARY_ROLES = {"compactionSummary": "⟳ compaction summary", "branchSummary": "↳ branch summary"}
-SESSION_HELP = "a session id, or a session FILE (.jsonl, Pi or Claude Code) read without the daemon"
+SESSION_HELP = (
+    "a session id, or a session FILE (Pi, Claude Code, a Codex rollout, <data>/opencode.db#<id>) "
+    "read without the daemon"
+)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "ls",
-        help="list sessions (every root: the store, Pi's, Claude Code's), newest first",
+        help="list sessions (every root: the store, Pi's, Claude Code's, Codex's, OpenCode's), newest first",
         description="List sessions, newest first: id, title, cwd, updated, messages, format, root.",
     )
     add_daemon_options(p)
     p.add_argument("--cwd", metavar="DIR", help="only the sessions of this working directory")
-    p.add_argument("--root", choices=("sessiond", "pi", "claude"), help="only this root")
-    p.add_argument("--format", choices=("pi", "claude-code"), dest="fmt", help="only this format")
+    p.add_argument("--root", choices=("sessiond", "pi", "claude", "codex", "opencode"), help="only this root")
+    p.add_argument(
+        "--format", choices=("pi", "claude-code", "codex", "opencode"), dest="fmt", help="only this format"
+    )
     p.add_argument("--limit", type=positive, default=50, metavar="N", help="at most N sessions (default 50)")
     p.add_argument("--all", action="store_true", help="every session (no limit)")
     p.set_defaults(handler=runner(cmd_ls))
@@ -188,12 +193,12 @@ def _list_directly(
     args: argparse.Namespace, params: dict[str, Any], limit: int | None
 ) -> tuple[list[dict[str, Any]], str | None]:
     """``session/list`` computed here from the roots (``--no-start`` and no daemon running)."""
-    from ..service.service import _encode_cursor, summary  # noqa: PLC0415
+    from ..service import views  # noqa: PLC0415
+    from ..service.results import wire  # noqa: PLC0415
 
     listed = catalog(load_config(args)).list_all(params.get("cwd"), params.get("root"), params.get("format"))
-    page = listed if limit is None else listed[:limit]
-    more = len(page) < len(listed)
-    return [summary(x) for x in page], (_encode_cursor(page[-1].info.path) if more and page else None)
+    page = wire(views.page(listed, None, limit))
+    return page["sessions"], page["nextCursor"]
 
 
 # ---------------------------------------------------------------------------- show

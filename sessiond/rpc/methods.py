@@ -16,6 +16,7 @@ from sessiond_protocol import methods as M
 
 from .. import __version__
 from ..model.js import UNDEFINED
+from ..service.results import wire
 
 if TYPE_CHECKING:
     from .connection import Connection, Handler
@@ -77,130 +78,140 @@ async def daemon_status(conn: Connection, params: dict[str, Any]) -> Any:
 
 async def session_new(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.NewParams.model_validate(params)
-    return await conn.service.new_session(conn, p.cwd, p.sessionId, p.parentSession, p.subscribe)
+    return wire(await conn.service.new_session(conn, p.cwd, p.sessionId, p.parentSession, p.subscribe))
 
 
 async def session_load(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.LoadParams.model_validate(params)
-    return await conn.service.load(conn, p.sessionId, p.subscribe)
+    return wire(await conn.service.load(conn, p.sessionId, p.subscribe))
 
 
 async def session_list(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.ListParams.model_validate(params)
     if p.subscribe:
         conn.service.subscribe_list(conn)
-    return await conn.service.list_sessions(p.cwd, p.cursor, p.limit, p.root, p.format)
+    return wire(await conn.service.list_sessions(p.cwd, p.cursor, p.limit, p.root, p.format))
 
 
 async def session_close(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.close(conn, p.sessionId)
+    return wire(await conn.service.close(conn, p.sessionId))
 
 
 async def session_delete(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.delete(conn, p.sessionId)
+    return wire(await conn.service.delete(conn, p.sessionId))
 
 
 async def session_subscribe(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.load(conn, p.sessionId, True)
+    return wire(await conn.service.load(conn, p.sessionId, True))
 
 
 async def session_unsubscribe(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.unsubscribe(conn, p.sessionId)
+    return wire(await conn.service.unsubscribe(conn, p.sessionId))
 
 
 async def session_append(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.AppendParams.model_validate(params)
-    return await conn.service.append(
-        conn,
-        p.sessionId,
-        params["entries"],
-        parent_id=_raw(params, "parentId"),
-        expect_leaf_id=_raw(params, "expectLeafId"),
-        durability=p.durability,
+    return wire(
+        await conn.service.append(
+            conn,
+            p.sessionId,
+            params["entries"],
+            parent_id=_raw(params, "parentId"),
+            expect_leaf_id=_raw(params, "expectLeafId"),
+            durability=p.durability,
+        )
     )
 
 
 async def session_entries(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.EntriesParams.model_validate(params)
-    return await conn.service.entries(conn, p.sessionId, p.offset, p.afterId, p.limit)
+    return wire(await conn.service.entries(conn, p.sessionId, p.offset, p.afterId, p.limit))
 
 
 async def session_set_name(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SetNameParams.model_validate(params)
-    return await conn.service.set_name(conn, p.sessionId, p.name, p.durability)
+    return wire(await conn.service.set_name(conn, p.sessionId, p.name, p.durability))
 
 
 async def session_fork(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.ForkParams.model_validate(params)
-    return await conn.service.fork(conn, p.sessionId, p.entryId, p.position)
+    return wire(await conn.service.fork(conn, p.sessionId, p.entryId, p.position))
 
 
 async def session_configure(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.ConfigureParams.model_validate(params)
-    return await conn.service.configure(conn, p.sessionId, p.contextWindow)
+    return wire(await conn.service.configure(conn, p.sessionId, p.contextWindow))
 
 
 async def tree_get(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.TreeParams.model_validate(params)  # the schema's (a wrong workDoneToken is refused)
-    return await conn.service.tree(conn, p.sessionId)
+    return wire(await conn.service.tree(conn, p.sessionId))
 
 
 async def tree_branch(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.BranchParams.model_validate(params)
-    return await conn.service.branch(conn, p.sessionId, p.entryId, p.full)
+    return wire(await conn.service.branch(conn, p.sessionId, p.entryId, p.full))
 
 
 async def tree_navigate(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.NavigateParams.model_validate(params)
-    return await conn.service.navigate(
-        conn, p.sessionId, p.targetId, p.summary, params.get("summaryDetails"), p.label, p.durability
+    return wire(
+        await conn.service.navigate(
+            conn, p.sessionId, p.targetId, p.summary, params.get("summaryDetails"), p.label, p.durability
+        )
     )
 
 
 async def tree_label(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.LabelParams.model_validate(params)
-    return await conn.service.label(conn, p.sessionId, p.entryId, p.label, p.durability)
+    return wire(await conn.service.label(conn, p.sessionId, p.entryId, p.label, p.durability))
 
 
 async def context_get(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.ContextParams.model_validate(params)
-    return await conn.service.context(conn, p.sessionId, p.leafId)
+    return wire(await conn.service.context(conn, p.sessionId, p.leafId))
 
 
 async def context_usage(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.usage(conn, p.sessionId)
+    return wire(await conn.service.usage(conn, p.sessionId))
 
 
 async def context_edit(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.EditParams.model_validate(params)
-    return await conn.service.edit(conn, p.sessionId, p.targetId, params.get("replacement"), p.durability)
+    return wire(
+        await conn.service.edit(conn, p.sessionId, p.targetId, params.get("replacement"), p.durability)
+    )
 
 
 async def compaction_prepare(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.PrepareParams.model_validate(params)
-    return await conn.service.compactor.prepare(
-        conn, p.sessionId, p.keepRecentTokens, p.reserveTokens, p.customInstructions
+    return wire(
+        await conn.service.compactor.prepare(
+            conn, p.sessionId, p.keepRecentTokens, p.reserveTokens, p.customInstructions
+        )
     )
 
 
 async def compaction_commit(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.CommitParams.model_validate(params)
-    return await conn.service.compactor.commit(
-        conn,
-        p.sessionId,
-        p.summary,
-        params["firstKeptEntryId"],
-        p.tokensBefore,
-        p.preparationId,
-        params.get("details"),
-        params.get("usage"),
-        p.fromHook,
-        p.durability,
+    return wire(
+        await conn.service.compactor.commit(
+            conn,
+            p.sessionId,
+            p.summary,
+            params["firstKeptEntryId"],
+            p.tokensBefore,
+            p.preparationId,
+            params.get("details"),
+            params.get("usage"),
+            p.fromHook,
+            p.durability,
+        )
     )
 
 
@@ -215,15 +226,17 @@ async def compaction_run(conn: Connection, params: dict[str, Any]) -> Any:
                 value["percentage"] = percentage
             conn.progress(token, "report", **value)
 
-    return await conn.service.compactor.run(
-        conn,
-        p.sessionId,
-        p.reason,
-        p.customInstructions,
-        p.keepRecentTokens,
-        p.reserveTokens,
-        p.summarizer,
-        progress,
+    return wire(
+        await conn.service.compactor.run(
+            conn,
+            p.sessionId,
+            p.reason,
+            p.customInstructions,
+            p.keepRecentTokens,
+            p.reserveTokens,
+            p.summarizer,
+            progress,
+        )
     )
 
 
@@ -236,47 +249,53 @@ async def compaction_cancel(conn: Connection, params: dict[str, Any]) -> Any:
 
 async def compaction_microcompact(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.MicrocompactParams.model_validate(params)
-    return await conn.service.compactor.microcompact(
-        conn, p.sessionId, p.keepRecent, p.tools, p.dryRun, p.durability
+    return wire(
+        await conn.service.compactor.microcompact(
+            conn, p.sessionId, p.keepRecent, p.tools, p.dryRun, p.durability
+        )
     )
 
 
 async def compaction_snip(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SnipParams.model_validate(params)
-    return await conn.service.compactor.snip(
-        conn, p.sessionId, p.fromEntryId, p.toEntryId, p.dryRun, p.durability
+    return wire(
+        await conn.service.compactor.snip(
+            conn, p.sessionId, p.fromEntryId, p.toEntryId, p.dryRun, p.durability
+        )
     )
 
 
 async def compaction_settings(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SettingsParams.model_validate(params)
-    return await conn.service.compactor.update_settings(conn, p.sessionId, params.get("set"))
+    return wire(await conn.service.compactor.update_settings(conn, p.sessionId, params.get("set")))
 
 
 async def file_history_track(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.TrackParams.model_validate(params)
-    return await conn.service.file_history.track(conn, p.sessionId, p.path, p.messageId, p.phase)
+    return wire(await conn.service.file_history.track(conn, p.sessionId, p.path, p.messageId, p.phase))
 
 
 async def file_history_checkpoint(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.CheckpointParams.model_validate(params)
-    return await conn.service.file_history.checkpoint(conn, p.sessionId, p.messageId)
+    return wire(await conn.service.file_history.checkpoint(conn, p.sessionId, p.messageId))
 
 
 async def file_history_list(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.SessionRef.model_validate(params)
-    return await conn.service.file_history.list(conn, p.sessionId)
+    return wire(await conn.service.file_history.list(conn, p.sessionId))
 
 
 async def file_history_diff(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.DiffParams.model_validate(params)
-    return await conn.service.file_history.diff(conn, p.sessionId, p.messageId, p.path)
+    return wire(await conn.service.file_history.diff(conn, p.sessionId, p.messageId, p.path))
 
 
 async def file_history_rewind(conn: Connection, params: dict[str, Any]) -> Any:
     p = M.RewindParams.model_validate(params)
-    return await conn.service.file_history.rewind(
-        conn, p.sessionId, p.messageId, p.dryRun, p.force, p.conversation
+    return wire(
+        await conn.service.file_history.rewind(
+            conn, p.sessionId, p.messageId, p.dryRun, p.force, p.conversation
+        )
     )
 
 

@@ -8,7 +8,15 @@ what that means for the daemon:
 * an open session was rewritten, replaced or deleted -> reopen it (or close it) and publish
   ``external_change`` with what changed (leaf, entry count);
 * a session file appeared, changed or went in a root -> ``session_list_update`` to the
-  connections that listed with ``subscribe: true``.
+  connections that listed with ``subscribe: true``;
+* OpenCode's database committed (``PRAGMA data_version`` moved, polled every
+  :attr:`Follower.OPENCODE_POLL_INTERVAL`) -> the open OpenCode sessions re-read what changed
+  (``entries_appended``/``external_change`` as above) and ``session_list_update`` for the
+  sessions whose row changed. A database's write-ahead log is reused in place after a
+  checkpoint, so file sizes cannot tell a commit; the database itself can.
+
+Codex's home is not watched whole (it holds logs and worktrees): only ``sessions/`` and
+``archived_sessions/``.
 
 The daemon's own appends advance the session's read offset (and the watcher's expectation)
 before the watcher looks, so they never come back as external changes.
@@ -18,20 +26,27 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..errors import SessiondError
+from ..store.listing import ListingCache
 from ..store.memory import BUDGET
+from ..store.opencode import DB_NAME, OpenCodeDatabase
+from .agent_roots import codex_dirs, is_codex_session_file, rollout_id
 from .catalog import UUID_STEM, Listed
-from .hub import WARNING
+from .config import WatchConfig
+from .hub import LIST_TOPIC
+from .peer import WARNING
+from .registry import SessionRegistry
+from .views import summary
 from .watcher import FileEvent, Watcher
 
 if TYPE_CHECKING:
     from .host import SessionHost
-    from .service import Service
 
 log = logging.getLogger("sessiond.watch")
 
@@ -50,10 +65,13 @@ class Follower:
     """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
     SWEEP_INTERVAL = 10.0
     """Seconds between sweeps of the memory budget for idle sessions' parsed content."""
+    OPENCODE_POLL_INTERVAL = 0.25
+    """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        config = service.config.watch
+    def __init__(self, registry: SessionRegistry, listing: ListingCache, config: WatchConfig) -> None:
+        self.registry = registry
+        self.listing = listing
+        """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
         self._sweeping: anyio.CancelScope | None = None
         """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
@@ -78,16 +96,23 @@ class Follower:
                 await self._sweep_memory()
             return
         missing = []
-        for root in self.service.catalog.roots:
-            if root.path.is_dir():
-                self._watcher(root).watch_dir(root.path, recursive=True)
-            else:
-                missing.append(root)
-        for host in list(self.service.hosts.values()):
+        opencode = []
+        for root in self.registry.catalog.roots:
+            if root.format == "opencode":
+                opencode.append(root)
+                continue
+            for directory in _watched_dirs(root):
+                if directory.is_dir():
+                    self._watcher(root).watch_dir(directory, recursive=True)
+                else:
+                    missing.append((root, directory))
+        for host in list(self.registry.hosts.values()):
             self.opened(host)
         async with anyio.create_task_group() as tg:
             if missing:
                 tg.start_soon(self._wait_for_roots, missing)
+            for root in opencode:
+                tg.start_soon(self._poll_opencode, root)
             tg.start_soon(self.own.run)
             tg.start_soon(self._sweep_memory)
             await self.foreign.run()
@@ -101,13 +126,54 @@ class Follower:
             await anyio.sleep(self.SWEEP_INTERVAL)
             BUDGET.sweep()
 
-    async def _wait_for_roots(self, missing: list[Any]) -> None:
+    async def _wait_for_roots(self, missing: list[tuple[Any, Path]]) -> None:
         while missing:
             await anyio.sleep(self.ROOT_CHECK_INTERVAL)
-            for root in [r for r in missing if r.path.is_dir()]:
-                missing.remove(root)
-                log.info("watching %s (it appeared)", root.path)
-                self._watcher(root).watch_dir(root.path, recursive=True)
+            for root, directory in [m for m in missing if m[1].is_dir()]:
+                missing.remove((root, directory))
+                log.info("watching %s (it appeared)", directory)
+                self._watcher(root).watch_dir(directory, recursive=True)
+
+    async def _poll_opencode(self, root: Any) -> None:
+        """Follow OpenCode's database: open sessions and listings, on every commit."""
+        database = OpenCodeDatabase(root.path / DB_NAME)
+        version: int | None = None
+        listed: dict[str, float] = {}
+        try:
+            while True:
+                now = await anyio.to_thread.run_sync(database.data_version)
+                if now is not None and now != version:
+                    log.debug("opencode data_version %s -> %s", version, now)
+                    first = version is None
+                    version = now
+                    try:
+                        await self._opencode_changed(root, listed, first)
+                    except (SessiondError, OSError, sqlite3.Error) as exc:
+                        log.warning("%s: %s", database.path, exc)
+                await anyio.sleep(self.OPENCODE_POLL_INTERVAL)
+        finally:
+            database.close()
+
+    async def _opencode_changed(self, root: Any, listed: dict[str, float], first: bool) -> None:
+        registry = self.registry
+        # Open sessions compare their own signature, so looking on the first version too is
+        # harmless, and it catches commits made before the database could first be read.
+        for host in [h for h in list(registry.hosts.values()) if h.root is root]:
+            await self._follow(host, FileEvent("grown", Path(host.session.path), 0, None, None))
+        if not registry.hub.subscriber_count(LIST_TOPIC) and not first:
+            listed.clear()
+            return
+        infos = await anyio.to_thread.run_sync(lambda: registry.catalog.list_all(root=root.name))
+        current = {str(x.info.id): x for x in infos}
+        if not first:
+            for sid, x in current.items():
+                if sid not in listed or listed[sid] != x.info.modified_ms:
+                    change = "added" if sid not in listed else "updated"
+                    self._send(sid, {"change": change, "session": summary(x), "path": x.info.path})
+            for sid in [s for s in listed if s not in current]:
+                self._send(sid, {"change": "removed", "session": None, "path": None})
+        listed.clear()
+        listed.update({sid: x.info.modified_ms for sid, x in current.items()})
 
     def stop(self) -> None:
         if self._sweeping is not None:
@@ -139,14 +205,14 @@ class Follower:
         for event in events:
             host = None
             try:
-                host = self.service.host_at(event.path)
+                host = self.registry.host_at(event.path)
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:
-                    self.service.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
+                    self.registry.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
                 else:
                     log.warning("%s: %s", event.path, message)
 
@@ -154,13 +220,13 @@ class Follower:
         session = host.session
         if event.kind == "deleted":
             self._publish_change(host, "deleted", None, host.session.entry_count)
-            self.service.drop_host(host)
+            self.registry.drop_host(host)
             return
         if event.kind in ("grown", "created"):
             result = await anyio.to_thread.run_sync(session.ingest)
             if result.reload_required is None:
                 if result.entries:
-                    self.service.file_history.forget(host.id)  # snapshots may have arrived
+                    self.registry.changed(host)  # file snapshots may have arrived, for one
                     host.announce_external(result.entries)
                 return
             kind = "replaced" if "replaced" in result.reload_required else "rewritten"
@@ -170,15 +236,7 @@ class Follower:
 
     async def _reload(self, host: SessionHost, reason: str) -> None:
         previous_leaf, previous_count = host.session.leaf_id, host.session.entry_count
-        root = host.root
-        fresh = await anyio.to_thread.run_sync(
-            lambda: self.service.catalog.open(root, host.session.path, self.service.config.durability)
-        )
-        old = host.session
-        host.replace_session(fresh)
-        self.service.file_history.forget(host.id)
-        old.close()
-        self.opened(host)
+        self.registry.serve(host, await self.registry.read_again(host))
         self._publish_change(host, reason, previous_leaf, previous_count)
         host.publish_usage(force=True)
 
@@ -186,7 +244,7 @@ class Follower:
         self, host: SessionHost, reason: str, previous_leaf: Any, previous_count: int
     ) -> None:
         session = host.session
-        self.service.hub.publish(
+        self.registry.hub.publish(
             host.id,
             {
                 "sessionUpdate": "external_change",
@@ -201,24 +259,30 @@ class Follower:
     # ------------------------------------------------------------------ listings
 
     def _list_update(self, event: FileEvent) -> None:
-        service = self.service
-        from .service import LIST_TOPIC, summary  # noqa: PLC0415 (the service imports this module)
-
-        if not service.hub.subscriber_count(LIST_TOPIC):
+        registry = self.registry
+        if not registry.hub.subscriber_count(LIST_TOPIC):
             return
-        root = service.catalog.root_of(event.path)
+        root = registry.catalog.root_of(event.path)
         if root.format == "claude-code" and not UUID_STEM.fullmatch(event.path.stem):
             return  # sub-agent transcripts and other files are not sessions
+        if root.format == "codex" and not is_codex_session_file(root.path, event.path):
+            return  # the prompt history, logs and the like
         if event.kind == "deleted":
             stem = event.path.stem
-            session_id = stem if root.format == "claude-code" else stem.rsplit("_", 1)[-1]
+            if root.format == "claude-code":
+                session_id = stem
+            elif root.format == "codex":
+                session_id = rollout_id(event.path) or stem
+            else:
+                session_id = stem.rsplit("_", 1)[-1]
             self._send(session_id, {"change": "removed", "session": None, "path": str(event.path)})
             return
-        info = (
-            service.catalog.claude_info(event.path)
-            if root.format == "claude-code"
-            else service.listing.info(os.fspath(event.path))
-        )
+        if root.format == "claude-code":
+            info = registry.catalog.claude_info(event.path)
+        elif root.format == "codex":
+            info = registry.catalog.codex_listing.info(root.path, event.path)
+        else:
+            info = self.listing.info(os.fspath(event.path))
         if info is None:
             return
         self._send(
@@ -231,8 +295,13 @@ class Follower:
         )
 
     def _send(self, session_id: str, fields: dict[str, Any]) -> None:
-        from .service import LIST_TOPIC  # noqa: PLC0415
-
         update = {"sessionUpdate": "session_list_update", **fields}
-        for subscriber in self.service.hub.subscribers(LIST_TOPIC):
+        for subscriber in self.registry.hub.subscribers(LIST_TOPIC):
             subscriber.send_update(session_id, update)
+
+
+def _watched_dirs(root: Any) -> list[Path]:
+    """The directories of a root that hold its sessions (Codex's home holds much else)."""
+    if root.format == "codex":
+        return codex_dirs(root.path)
+    return [root.path]

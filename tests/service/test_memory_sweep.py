@@ -45,7 +45,7 @@ async def test_an_idle_sessions_context_is_dropped_without_any_other_activity(
     assert BUDGET.idle == 0.2
     try:
         client = _User()
-        sid = (await service.new_session(client, "/work/project"))["sessionId"]
+        sid = (await service.new_session(client, "/work/project")).sessionId
         for turn in range(5):
             await service.append(client, sid, [{"type": "message", "message": user(f"ask {turn}")}])
             await service.append(client, sid, [{"type": "message", "message": assistant("x " * 500)}])

@@ -1034,8 +1034,8 @@ class SessiondClient:
         self,
         *,
         cwd: str | os.PathLike[str] | None = None,
-        root: Literal["sessiond", "pi", "claude"] | None = None,
-        format: Literal["pi", "claude-code"] | None = None,
+        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
+        format: Literal["pi", "claude-code", "codex", "opencode"] | None = None,
         subscribe: bool = False,
         cursor: str | None = None,
         limit: int = 50,
@@ -1050,8 +1050,8 @@ class SessiondClient:
         self,
         *,
         cwd: str | os.PathLike[str] | None = None,
-        root: Literal["sessiond", "pi", "claude"] | None = None,
-        format: Literal["pi", "claude-code"] | None = None,
+        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
+        format: Literal["pi", "claude-code", "codex", "opencode"] | None = None,
         page_size: int = 200,
     ) -> AsyncGenerator[SessionSummary, None]:
         """Every session (``session/list`` page after page), newest first."""

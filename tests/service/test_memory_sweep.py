@@ -62,3 +62,25 @@ async def test_an_idle_sessions_context_is_dropped_without_any_other_activity(
         service.close_all()
     finally:
         BUDGET.configure(limit, idle)
+
+
+async def test_a_usage_update_does_not_materialise_the_context(tmp_path: Path) -> None:
+    """``usage_update`` follows every append: it must come from the usage view, or every
+    session with a subscriber would keep its whole context parsed (the soak's RSS failure)."""
+    service = Service(load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock"))
+    client = _User()
+    sid = (await service.new_session(client, "/work/project")).sessionId
+    host = service.hosts[sid]
+    await service.append(client, sid, [{"type": "message", "message": user("ask")}])
+    host.usage()  # the trackers start from one projection
+    host.session._drop_projection()  # (what the budget does to an idle session)
+    for turn in range(5):
+        await service.append(client, sid, [{"type": "message", "message": user(f"ask {turn}")}])
+        await service.append(client, sid, [{"type": "message", "message": assistant("x " * 50, total=900)}])
+        # (the automatic-compaction check after an assistant append reads the context: a
+        # session its agent is appending to is in use; only the usage path is checked here)
+        host.session._drop_projection()
+        usage = host.usage()
+        assert host.session._projection is None
+    assert usage.used == 900 and usage.source == "api"
+    service.close_all()

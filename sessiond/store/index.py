@@ -307,7 +307,10 @@ class SessionIndex:
         start = end = 0
         for item in missing:
             offset, length = self.offsets[item[0]], self.lengths[item[0]]
-            if run and (offset - end > _SPAN_GAP or offset + length - start > _SPAN_MAX):
+            # A line before the run's end starts a new run: a reader whose entries are not in
+            # file order (Claude Code: a repeated uuid is indexed where it was first seen, read
+            # at its last line) would otherwise slice outside the bytes read.
+            if run and (offset < end or offset - end > _SPAN_GAP or offset + length - start > _SPAN_MAX):
                 yield run
                 run = []
             if not run:
@@ -331,7 +334,7 @@ class SessionIndex:
     def spans(self, positions: list[int]) -> Iterator[tuple[int, list[tuple[int, int]]]]:
         """Runs of file positions close enough to read with one ``pread``: ``(first offset,
         [(position, index in positions)...])`` (for readers of other formats' records)."""
-        missing = sorted((pos, i) for i, pos in enumerate(positions))
+        missing = sorted(((pos, i) for i, pos in enumerate(positions)), key=lambda m: self.offsets[m[0]])
         for run in self._spans(missing):
             yield self.offsets[run[0][0]], run
 

@@ -21,11 +21,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from sessiond.formats.claude_code import reconstruct
 from sessiond.model.js import get
 from sessiond.model.tokens import PI
 from sessiond.store.claude import ClaudeSession
+from sessiond.store.claude_files import load_transcript
 from tests.conftest import CLAUDE_FIXTURES, FIXTURES
 from tests.formats.claude_synth import transcript
 
@@ -152,3 +155,22 @@ def test_a_generated_transcript_exercises_what_following_must_repair() -> None:
     assert data.count(b'"compact_boundary"') >= 6
     assert data.count(b'"type":"progress"') >= 50
     assert data.count(b'"sourceToolAssistantUUID"') >= 300
+
+
+def test_a_repeated_uuid_is_read_back_from_its_last_line(tmp_path: Path) -> None:
+    """An entry whose uuid a later line repeats is indexed where it was first seen but read at
+    its last line, so reading bodies back in batches must not assume file order. The context
+    lost that entry's tool result (an empty message list) before the reads were ordered by
+    offset; the reference reconstruction keeps it."""
+    lines = transcript(3, 25, rare=True).splitlines(keepends=True)
+    uuids = [orjson.loads(line).get("uuid") for line in lines]
+    cut = next(n for n in range(1, len(lines)) if uuids[n] is not None and uuids[n] in uuids[:n]) + 1
+    path = tmp_path / "00000003-0000-4000-8000-000000000000.jsonl"
+    path.write_bytes(b"".join(lines[:cut]))
+    s = ClaudeSession.open(path)
+    try:
+        want = reconstruct(load_transcript(path)).messages
+        assert s.live.messages(s._fetch) == want
+        assert [m for p in s.context().entries for m in p.messages] == [m for _, m in want]
+    finally:
+        s.close()

@@ -333,7 +333,8 @@ async def test_stdio_server(tmp_path: Path) -> None:
     assert params["update"]["sessionUpdate"] == "entries_appended"
     await client.request("shutdown")
     await client.notify("exit")
-    assert await asyncio.wait_for(client._process.wait(), 10) == 0  # type: ignore[union-attr]
+    assert client._process is not None
+    assert await asyncio.wait_for(client._process.wait(), 10) == 0
 
 
 @pytest.mark.parametrize("framing", ["content-length", "ndjson"])

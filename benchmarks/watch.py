@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as _dt
+import functools
 import json
 import os
 import random
@@ -689,7 +690,7 @@ def bench_follow(scratch: Scratch, args: argparse.Namespace, log: Log) -> dict[s
             (
                 key,
                 f"synthetic Claude transcript, {mb:g} MiB",
-                lambda source=source, head=head: _follow_claude(d, source, head, None, rate, idle),
+                functools.partial(_follow_claude, d, source, head, None, rate, idle),
             )
         )
     with d:

@@ -200,7 +200,7 @@ class Synth:
             if last:
                 self.leaf = self.piece(mid, {"type": "text", "text": self.text()}, "end_turn", self.leaf)
                 break
-            calls = []
+            calls: list[tuple[str, str]] = []
             for _ in range(r.choices((1, 2, 3), (60, 30, 10))[0]):
                 tid = "toolu_" + "".join(r.choices("abcdefghijklmnop0123456789", k=16))
                 if r.random() < 0.03 and calls:
@@ -307,7 +307,7 @@ class Synth:
                 continue
             if type(rec) is dict and type(rec.get("uuid")) is str and rec.get("type") != "progress":
                 parents[rec["uuid"]] = rec.get("parentUuid")
-        out = []
+        out: list[str] = []
         cur = leaf
         while cur is not None and cur in parents and len(out) < n:
             out.append(cur)

@@ -8,7 +8,6 @@ and it must still stop promptly when there is nothing to follow.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -17,19 +16,11 @@ from sessiond.service.config import load_config
 from sessiond.service.following import Follower
 from sessiond.service.service import Service
 from sessiond.store.memory import BUDGET
+from sessiond.store.session import Session
 from tests.builders import assistant, user
+from tests.service.peers import FakePeer
 
 pytestmark = pytest.mark.anyio
-
-
-class _User:
-    id = 1
-
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
-        pass
-
-    def log_message(self, level: int, message: str) -> None:
-        pass
 
 
 @pytest.mark.parametrize("watch", [True, False])
@@ -44,12 +35,13 @@ async def test_an_idle_sessions_context_is_dropped_without_any_other_activity(
     service = Service(load_config(env, root=tmp_path / "store", socket=tmp_path / "s.sock"))
     assert BUDGET.idle == 0.2
     try:
-        client = _User()
+        client = FakePeer()
         sid = (await service.new_session(client, "/work/project")).sessionId
         for turn in range(5):
             await service.append(client, sid, [{"type": "message", "message": user(f"ask {turn}")}])
             await service.append(client, sid, [{"type": "message", "message": assistant("x " * 500)}])
         session = service.hosts[sid].session
+        assert isinstance(session, Session)
         before = session.context()
         assert session._projection is not None
         async with anyio.create_task_group() as tg:
@@ -68,19 +60,21 @@ async def test_a_usage_update_does_not_materialise_the_context(tmp_path: Path) -
     """``usage_update`` follows every append: it must come from the usage view, or every
     session with a subscriber would keep its whole context parsed (the soak's RSS failure)."""
     service = Service(load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock"))
-    client = _User()
+    client = FakePeer()
     sid = (await service.new_session(client, "/work/project")).sessionId
     host = service.hosts[sid]
+    session = host.session
+    assert isinstance(session, Session)
     await service.append(client, sid, [{"type": "message", "message": user("ask")}])
     host.usage()  # the trackers start from one projection
-    host.session._drop_projection()  # (what the budget does to an idle session)
+    session._drop_projection()  # (what the budget does to an idle session)
     for turn in range(5):
         await service.append(client, sid, [{"type": "message", "message": user(f"ask {turn}")}])
         await service.append(client, sid, [{"type": "message", "message": assistant("x " * 50, total=900)}])
         # (the automatic-compaction check after an assistant append reads the context: a
         # session its agent is appending to is in use; only the usage path is checked here)
-        host.session._drop_projection()
+        session._drop_projection()
         usage = host.usage()
-        assert host.session._projection is None
+        assert session._projection is None
     assert usage.used == 900 and usage.source == "api"
     service.close_all()

@@ -618,7 +618,7 @@ _CATEGORIES: list[tuple[str, Callable[[str, str], bool]]] = [
     ("pydantic validation", lambda f, n: "pydantic" in f or "pydantic_core" in n),
     ("pygls (JsonRPCProtocol)", lambda f, n: "/pygls/" in f),
     ("JSON (orjson, js_json)", lambda f, n: "orjson" in n or f.endswith("sessiond/model/js_json.py")),
-    ("sessiond rpc (connection, framing, methods)", lambda f, n: "/sessiond/rpc/" in f),
+    ("sessiond rpc (connection, framing, dispatch, engine, methods)", lambda f, n: "/sessiond/rpc/" in f),
     (
         "sessiond service (host, usage, hub)",
         lambda f, n: (
@@ -654,8 +654,8 @@ def _category(func: tuple[str, int, str], raw: dict[Any, Any], depth: int = 0) -
 _REQUEST_PATH: list[tuple[str, str, str, str]] = [
     ("read one message (MessageReader.read)", "sessiond/rpc/framing.py", "read", "cum"),
     ("parse, checks, pygls dispatch (Connection._receive)", "sessiond/rpc/connection.py", "_receive", "cum"),
-    ("  pygls JsonRPCProtocol.handle_message", "pygls/protocol/json_rpc.py", "handle_message", "cum"),
-    ("the handler (Connection.call)", "sessiond/rpc/connection.py", "call", "cum"),
+    ("  pygls dispatch (_handle_request)", "pygls/protocol/json_rpc.py", "_handle_request", "cum"),
+    ("the request (dispatch.answer: validate, handler)", "sessiond/rpc/dispatch.py", "answer", "cum"),
     ("  pydantic model_validate (AppendParams)", "pydantic/main.py", "model_validate", "cum"),
     ("  Service.append", "sessiond/service/service.py", "append", "cum"),
     ("    Session.begin_append (the store)", "sessiond/store/session/writes.py", "begin_append", "cum"),
@@ -673,6 +673,7 @@ _REQUEST_PATH: list[tuple[str, str, str, str]] = [
         "_send_handler_result",
         "cum",
     ),
+    ("  pygls answer to dict (Engine._outgoing)", "sessiond/rpc/engine.py", "_outgoing", "cum"),
     ("  encode, frame, queue (Connection.send)", "sessiond/rpc/connection.py", "send", "cum"),
     ("socket writes (Connection._write_loop)", "sessiond/rpc/connection.py", "_write_loop", "cum"),
     ("event loop, own time (_run_once)", "asyncio/base_events.py", "_run_once", "tot"),

@@ -1,17 +1,27 @@
 """sessiond's exception types.
 
 Every failure a client or a command-line user can cause has its own type here, carrying what
-is needed to explain it (which file, which id, which field). The protocol layer maps these to
-JSON-RPC error codes in one place; the command line maps them to messages and exit codes.
+is needed to explain it (which file, which id, which field) and the JSON-RPC error code a
+client gets for it (``error_code``, as the Python client's exception classes carry theirs).
+The protocol layer turns any of them into an error answer with one function
+(``rpc/errors.py``), without knowing the types; the command line maps them to messages and
+exit codes. A type without a code is a bug if it reaches a client: it is answered as an
+internal error, never as a guess.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
+
+from sessiond_protocol.errors import ErrorCode
 
 
 class SessiondError(Exception):
     """Base of every error sessiond reports on purpose (as opposed to a bug)."""
+
+    error_code: ClassVar[ErrorCode | None] = None
+    """What a client is answered with; every subclass declares its own (a test checks that
+    each is in the SPEC's table). ``None`` (this base only): an internal error."""
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -22,6 +32,8 @@ class SessiondError(Exception):
 class NotASessionError(SessiondError):
     """A file that is not a session in the format it was read as."""
 
+    error_code = ErrorCode.NOT_A_SESSION
+
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path} is not a valid Pi session: {reason}", path=path, reason=reason)
         self.path = path
@@ -31,6 +43,8 @@ class NotASessionError(SessiondError):
 class EntryNotFoundError(SessiondError):
     """An id that names no entry of the session (Pi's ``Entry <id> not found``)."""
 
+    error_code = ErrorCode.ENTRY_NOT_FOUND
+
     def __init__(self, entry_id: Any) -> None:
         super().__init__(f"Entry {entry_id} not found", entryId=entry_id)
         self.entry_id = entry_id
@@ -38,6 +52,8 @@ class EntryNotFoundError(SessiondError):
 
 class InvalidSessionIdError(SessiondError):
     """A session id that fails Pi's rule (alphanumerics, ``.``, ``_``, ``-``; alphanumeric ends)."""
+
+    error_code = ErrorCode.INVALID_PARAMS
 
     def __init__(self, session_id: Any) -> None:
         super().__init__(
@@ -51,6 +67,8 @@ class InvalidSessionIdError(SessiondError):
 class PathEscapeError(SessiondError):
     """A path derived from client input that would leave the root it must stay in."""
 
+    error_code = ErrorCode.PATH_OUTSIDE_STORE
+
     def __init__(self, path: str, root: str, reason: str) -> None:
         super().__init__(f"Path {path!r} is outside {root}: {reason}", path=path, root=root, reason=reason)
         self.path = path
@@ -61,6 +79,8 @@ class PathEscapeError(SessiondError):
 class InvalidArgumentError(SessiondError):
     """A value that breaks a rule of the operation; ``field`` names the offending argument."""
 
+    error_code = ErrorCode.INVALID_PARAMS
+
     def __init__(self, message: str, field: str | None = None, **data: Any) -> None:
         super().__init__(message, field=field, **data)
         self.field = field
@@ -68,6 +88,8 @@ class InvalidArgumentError(SessiondError):
 
 class EntryNotOnBranchError(SessiondError):
     """Pi's ``Entry <id> is not on the active branch``."""
+
+    error_code = ErrorCode.NOT_ON_BRANCH
 
     def __init__(self, entry_id: Any) -> None:
         super().__init__(f"Entry {entry_id} is not on the active branch", entryId=entry_id)
@@ -77,6 +99,8 @@ class EntryNotOnBranchError(SessiondError):
 class NotEditableError(SessiondError):
     """Pi's ``Entry <id> does not contribute editable model content``."""
 
+    error_code = ErrorCode.NOT_EDITABLE
+
     def __init__(self, entry_id: Any) -> None:
         super().__init__(f"Entry {entry_id} does not contribute editable model content", entryId=entry_id)
         self.entry_id = entry_id
@@ -84,6 +108,8 @@ class NotEditableError(SessiondError):
 
 class SessionExistsError(SessiondError):
     """The file a new session would be created as already exists (exclusive create failed)."""
+
+    error_code = ErrorCode.SESSION_EXISTS
 
     def __init__(self, path: str) -> None:
         super().__init__(f"Session file already exists: {path}", path=path)
@@ -93,12 +119,16 @@ class SessionExistsError(SessiondError):
 class SessionNotSavedError(SessiondError):
     """An operation that needs the session's file before the file exists."""
 
+    error_code = ErrorCode.NOT_SAVED
+
     def __init__(self, message: str = "This session has not been saved yet") -> None:
         super().__init__(message)
 
 
 class JournalError(SessiondError):
     """Writing a session file failed; nothing was acknowledged."""
+
+    error_code = ErrorCode.STORAGE_ERROR
 
     def __init__(self, message: str, path: str, errno: int | None = None) -> None:
         super().__init__(message, path=path, errno=errno)
@@ -117,6 +147,8 @@ class JournalBrokenError(JournalError):
 class SessionChangedError(SessiondError):
     """The session file was truncated, replaced or deleted by someone else; reload it."""
 
+    error_code = ErrorCode.SESSION_CHANGED
+
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
             f"Session file {path} changed underneath sessiond: {reason}", path=path, reason=reason
@@ -127,6 +159,8 @@ class SessionChangedError(SessiondError):
 
 class LeafMismatchError(SessiondError):
     """A compare-and-append found another leaf than the one the client expected."""
+
+    error_code = ErrorCode.LEAF_MISMATCH
 
     def __init__(self, expected: Any, current: Any) -> None:
         super().__init__(
@@ -139,7 +173,13 @@ class LeafMismatchError(SessiondError):
 
 
 class ClientRequestError(SessiondError):
-    """A client answered a request of the server (e.g. ``compaction/summarize``) with an error."""
+    """A client answered a request of the server (e.g. ``compaction/summarize``) with an error.
+
+    The one server request is ``compaction/summarize``: a summarizing client that answers with
+    an error has refused the summary, which is what a compaction reports.
+    """
+
+    error_code = ErrorCode.SUMMARY_REFUSED
 
     def __init__(self, method: str, code: int, message: str) -> None:
         super().__init__(f"The client answered {method} with error {code}: {message}", code=code)
@@ -149,6 +189,8 @@ class ClientRequestError(SessiondError):
 
 class CompactionRunningError(SessiondError):
     """A second compaction of a session while one runs (they would both cut the same branch)."""
+
+    error_code = ErrorCode.COMPACTION_RUNNING
 
     def __init__(self, session_id: str, compaction_id: str) -> None:
         super().__init__(
@@ -162,6 +204,8 @@ class CompactionRunningError(SessiondError):
 class NothingToCompactError(SessiondError):
     """Pi's ``Already compacted`` / ``Nothing to compact (session too small)``."""
 
+    error_code = ErrorCode.NOTHING_TO_COMPACT
+
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message, reason=reason)
         self.reason = reason
@@ -170,6 +214,8 @@ class NothingToCompactError(SessiondError):
 class SummaryRefusedError(SessiondError):
     """A summarizer's answer that must not become a checkpoint (error, cut off, tool call, empty,
     timeout); nothing was written."""
+
+    error_code = ErrorCode.SUMMARY_REFUSED
 
     def __init__(self, message: str, summarizer: str, reason: str) -> None:
         super().__init__(message, summarizer=summarizer, reason=reason)
@@ -180,12 +226,16 @@ class SummaryRefusedError(SessiondError):
 class PreparationStaleError(SessiondError):
     """A preparation (or a running compaction) whose branch changed in a way the cut no longer fits."""
 
+    error_code = ErrorCode.PREPARATION_STALE
+
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message, **data)
 
 
 class SummarizerUnavailableError(SessiondError):
     """The chosen summarizer cannot be used at all (not configured, no capable client, ...)."""
+
+    error_code = ErrorCode.SUMMARIZER_UNAVAILABLE
 
     def __init__(self, message: str, summarizer: str | None = None) -> None:
         super().__init__(message, summarizer=summarizer)
@@ -195,6 +245,8 @@ class SummarizerUnavailableError(SessiondError):
 class ReadOnlySessionError(SessiondError):
     """A write to a session sessiond only reads (another agent's transcript)."""
 
+    error_code = ErrorCode.READ_ONLY
+
     def __init__(self, session_id: str, reason: str) -> None:
         super().__init__(f"Session {session_id} is read-only: {reason}", sessionId=session_id, reason=reason)
         self.session_id = session_id
@@ -202,6 +254,8 @@ class ReadOnlySessionError(SessiondError):
 
 
 class SessionNotFoundError(SessiondError):
+    error_code = ErrorCode.SESSION_NOT_FOUND
+
     def __init__(self, session_id: str) -> None:
         super().__init__(f"Session {session_id} not found", sessionId=session_id)
         self.session_id = session_id
@@ -210,6 +264,34 @@ class SessionNotFoundError(SessiondError):
 class CheckpointNotFoundError(SessiondError):
     """A file-history checkpoint (or undo id) the session does not have."""
 
+    error_code = ErrorCode.CHECKPOINT_NOT_FOUND
+
     def __init__(self, message_id: str) -> None:
         super().__init__(f"No file-history checkpoint for message {message_id}", messageId=message_id)
         self.message_id = message_id
+
+
+class AuthenticationError(SessiondError):
+    """``initialize`` without the TCP token of this server (or with a wrong one)."""
+
+    error_code = ErrorCode.INVALID_REQUEST
+
+    def __init__(self) -> None:
+        super().__init__("Authentication failed: initialize needs the authToken of this server")
+
+
+class ProtocolVersionError(SessiondError):
+    """A client built for another major version of the protocol than this server speaks."""
+
+    error_code = ErrorCode.PROTOCOL_VERSION_MISMATCH
+
+    def __init__(self, client_version: int, server_version: int) -> None:
+        super().__init__(
+            f"Protocol version mismatch: the client speaks version {client_version}, this server "
+            f"(sessiond) speaks version {server_version}; upgrade the "
+            f"{'server' if client_version > server_version else 'client'}",
+            clientVersion=client_version,
+            serverVersion=server_version,
+        )
+        self.client_version = client_version
+        self.server_version = server_version

@@ -40,6 +40,7 @@ class ErrorCode(IntEnum):
     SUMMARIZER_UNAVAILABLE = -32027
     PATH_REFUSED = -32028
     CHECKPOINT_NOT_FOUND = -32029
+    PROTOCOL_VERSION_MISMATCH = -32030
 
 
 ERRORS: dict[ErrorCode, str] = {
@@ -71,6 +72,7 @@ ERRORS: dict[ErrorCode, str] = {
     ErrorCode.PATH_REFUSED: "The path leaves the session's cwd and configured roots, or passes through a symlink (`data.path`, `data.reason`); for a rewind: the session's directory is not the one its file history was recorded in (`data.recorded`, `data.current`: `{dev, ino}`).",
     ErrorCode.CHECKPOINT_NOT_FOUND: "No file-history checkpoint with this messageId in the session.",
     ErrorCode.SUMMARIZER_UNAVAILABLE: "The chosen summarizer cannot be used (not configured, no capable client connected).",
+    ErrorCode.PROTOCOL_VERSION_MISMATCH: "`initialize` asked for another protocol version than the server's (`data.clientVersion`, `data.serverVersion`); upgrade the older side.",
 }
 
 

@@ -28,7 +28,8 @@ NO_NEWLINE: Final = "\\ No newline at end of file\n"
 class FileDiff:
     path: str
     old: FileState
-    new: FileState
+    new: FileState | None
+    """None: the path cannot be read now (refused, unreadable): whether it changed is unknown."""
     diff: str | None
     """The unified diff ("" when the contents are equal); None when binary, too large or failed."""
     added: int = 0
@@ -39,16 +40,16 @@ class FileDiff:
     """Why no diff could be made (a path refused, a backup missing, ...)."""
 
     @property
-    def changed(self) -> bool:
-        return self.old != self.new
+    def changed(self) -> bool | None:
+        return None if self.new is None else self.old != self.new
 
     @property
     def old_size(self) -> int:
         return _size(self.old)
 
     @property
-    def new_size(self) -> int:
-        return _size(self.new)
+    def new_size(self) -> int | None:
+        return None if self.new is None else _size(self.new)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -62,7 +63,7 @@ class FileDiff:
             "oldSize": self.old_size,
             "newSize": self.new_size,
             "from": self.old.to_json(),
-            "to": self.new.to_json(),
+            "to": None if self.new is None else self.new.to_json(),
         }
         if self.error is not None:
             out["error"] = self.error

@@ -1,13 +1,16 @@
 """The file history's exception types (docs/file-history.md).
 
-Each carries what a client needs to explain it (which path, which blob, why) in ``data``, like
-the types of :mod:`sessiond.errors`. A rewind does not raise these per file: it reports them as
-the file's ``status`` and ``reason`` and goes on with the others.
+Each carries what a client needs to explain it (which path, which blob, why) in ``data`` and
+its JSON-RPC code in ``error_code``, like the types of :mod:`sessiond.errors`. A rewind does not
+raise these per file: it reports them as the file's ``status`` and ``reason`` and goes on with
+the others.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from sessiond_protocol.errors import ErrorCode
 
 from ..errors import CheckpointNotFoundError, SessiondError
 
@@ -28,11 +31,15 @@ __all__ = [
 class FileHistoryError(SessiondError):
     """Base of the file history's own errors."""
 
+    error_code = ErrorCode.STORAGE_ERROR
+
 
 class PathRefusedError(FileHistoryError):
     """A path sessiond will not read or write: outside the session's cwd and configured roots, a
     directory on the way that is a symlink, a symlink where a file is to be written, a directory
     or a device where a file is expected. Never overridden, not even by ``force``."""
+
+    error_code = ErrorCode.PATH_REFUSED
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"Refused {path!r}: {reason}", path=path, reason=reason)
@@ -72,6 +79,8 @@ class RootChangedError(PathRefusedError):
 class FileAccessError(FileHistoryError):
     """The operating system refused to read or write a user's file (permissions, I/O, space)."""
 
+    error_code = ErrorCode.STORAGE_ERROR
+
     def __init__(self, path: str, reason: str, errno: int | None = None) -> None:
         super().__init__(f"Cannot access {path!r}: {reason}", path=path, reason=reason, errno=errno)
         self.path = path
@@ -80,7 +89,10 @@ class FileAccessError(FileHistoryError):
 
 
 class FileChangedError(FileHistoryError):
-    """A file was not in the state an operation was planned against (someone changed it since)."""
+    """A file was not in the state an operation was planned against (someone changed it since);
+    nothing was written from the plan."""
+
+    error_code = ErrorCode.STORAGE_ERROR
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path!r} changed: {reason}", path=path, reason=reason)
@@ -91,6 +103,8 @@ class FileChangedError(FileHistoryError):
 class BlobMissingError(FileHistoryError):
     """A snapshot refers to a blob the session's store does not hold."""
 
+    error_code = ErrorCode.STORAGE_ERROR
+
     def __init__(self, sha: str) -> None:
         super().__init__(f"Backup {sha} is missing from the file history", blob=sha)
         self.sha = sha
@@ -98,6 +112,8 @@ class BlobMissingError(FileHistoryError):
 
 class BlobCorruptError(FileHistoryError):
     """A blob whose content no longer hashes to its name (nothing was written from it)."""
+
+    error_code = ErrorCode.STORAGE_ERROR
 
     def __init__(self, sha: str, reason: str) -> None:
         super().__init__(f"Backup {sha} is damaged: {reason}", blob=sha, reason=reason)
@@ -108,13 +124,18 @@ class BlobCorruptError(FileHistoryError):
 class InvalidSnapshotError(FileHistoryError):
     """Snapshot data (or a blob id in it) that does not have the documented shape."""
 
+    error_code = ErrorCode.STORAGE_ERROR
+
     def __init__(self, reason: str, **data: Any) -> None:
         super().__init__(f"Invalid file-history snapshot: {reason}", reason=reason, **data)
         self.reason = reason
 
 
 class RewindOrderError(FileHistoryError):
-    """``execute`` called on a plan whose undo snapshot was never built (``undo_data`` first)."""
+    """``execute`` called on a plan whose undo snapshot was never built (``undo_data`` first):
+    a bug in the caller, so a client that meets it is answered with an internal error."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

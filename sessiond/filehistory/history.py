@@ -507,7 +507,7 @@ class FileHistory:
             try:
                 new = self.workspace.read_state(key, None)
             except FileHistoryError as exc:
-                out.append(FileDiff(key, old, old, None, error=exc.message))
+                out.append(FileDiff(key, old, None, None, error=exc.message))
                 continue
             if max_bytes is None:
                 out.append(diff_states(key, old, new, self.blobs, self.workspace))

@@ -5,6 +5,14 @@ is that program, but it holds no state: it copies bytes both ways between its st
 daemon's Unix socket (either framing passes through untouched), so the editor shares the
 one daemon — one index, one writer per session — with every agent. When no daemon runs it
 starts one (detached, logging to ``<store>/daemon.log``) and waits for its socket.
+
+Everything the daemon sends is forwarded, also after the daemon stopped reading (it closes a
+connection after a broken frame): a failed write towards the daemon ends only that direction.
+The exit status tells an editor whether the conversation ended as it should: 0 when the daemon
+closed after the client finished (its stdin ended, or it sent ``exit``); 1, with the reason on
+stderr, when the daemon hung up first or closed because of what it could not read (an error
+with ``data.closing``). To tell, the bridge follows message boundaries in both directions
+(``MessageTap``) and looks only at small messages; it never changes a byte.
 """
 
 from __future__ import annotations
@@ -12,20 +20,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sessiond_protocol.errors import ErrorCode
 
 from ..errors import SessiondError
 from ..service.config import Config
+from .framing import MessageTap
 
 START_TIMEOUT = 10.0
 
 
 class DaemonUnavailableError(SessiondError):
-    pass
+    """No daemon answers and none could be started. Raised by ``sessiond connect`` (and the
+    command line) before any request, so never an error answer; were it one, a bug."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
 
 
 def start_daemon(config: Config) -> subprocess.Popen[bytes]:
@@ -41,8 +59,15 @@ def start_daemon(config: Config) -> subprocess.Popen[bytes]:
         )
 
 
-async def _open(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    return await asyncio.open_unix_connection(str(path), limit=2**24)
+async def _connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, str(path))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 Started = Callable[[int, Path], None]
@@ -52,9 +77,15 @@ Started = Callable[[int, Path], None]
 async def connect_or_start(
     config: Config, on_start: Started | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Streams on the daemon's socket, starting the daemon when none answers."""
+    sock = await _socket_or_start(config, on_start)
+    return await asyncio.open_unix_connection(sock=sock, limit=2**24)
+
+
+async def _socket_or_start(config: Config, on_start: Started | None = None) -> socket.socket:
     path = config.socket
     try:
-        return await _open(path)
+        return await _connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         pass
     proc = start_daemon(config)
@@ -62,12 +93,12 @@ async def connect_or_start(
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         try:
-            opened = await _open(path)
+            opened = await _connect(path)
         except (FileNotFoundError, ConnectionRefusedError):
             if proc.poll() is not None:
                 # It exited: maybe another daemon won the race for the store lock.
                 with contextlib.suppress(FileNotFoundError, ConnectionRefusedError):
-                    return await _open(path)
+                    return await _connect(path)
                 raise DaemonUnavailableError(
                     f"sessiond serve exited with code {proc.returncode}; see {config.root / 'daemon.log'}"
                 ) from None
@@ -78,36 +109,104 @@ async def connect_or_start(
     raise DaemonUnavailableError(f"sessiond did not open {path} within {START_TIMEOUT:.0f} s")
 
 
-async def _pump(reader: asyncio.StreamReader, write: object, close: object) -> None:
+class _Conversation:
+    """What the bridge saw pass, to tell a normal end from the daemon hanging up on the client."""
+
+    def __init__(self) -> None:
+        self.client_ended = False
+        """The client's stdin ended, or it sent ``exit``."""
+        self.client_gone = False
+        """Writing to the client's stdout failed."""
+        self.closing_error: str | None = None
+        """The message of an error the daemon closes the connection after (``data.closing``)."""
+        self._from_client = MessageTap()
+        self._from_daemon = MessageTap()
+
+    def from_client(self, data: bytes) -> None:
+        for body in self._from_client.feed(data):
+            if b'"exit"' in body:
+                message = _json(body)
+                if message.get("method") == "exit" and "id" not in message:
+                    self.client_ended = True
+
+    def from_daemon(self, data: bytes) -> None:
+        for body in self._from_daemon.feed(data):
+            if b'"closing"' not in body:
+                continue
+            error = _json(body).get("error")
+            if not isinstance(error, dict):
+                continue
+            details = error.get("data")
+            if isinstance(details, dict) and details.get("closing") is True:
+                self.closing_error = str(error.get("message"))
+
+    def failure(self) -> str | None:
+        """Why the daemon's close was not the end the client asked for; None when it was."""
+        if self.closing_error is not None:
+            return f"the daemon closed the connection after an error: {self.closing_error}"
+        if not self.client_ended:
+            return "the daemon closed the connection before the client was done"
+        return None
+
+
+def _json(body: bytes) -> dict[str, Any]:
     try:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                break
-            write(data)  # type: ignore[operator]
-    finally:
-        close()  # type: ignore[operator]
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return message if isinstance(message, dict) else {}
 
 
 async def bridge(config: Config, on_start: Started | None = None) -> int:
-    sock_reader, sock_writer = await connect_or_start(config, on_start)
+    """Copy stdin to the daemon and the daemon to stdout until the daemon closes; the exit status
+    (see the module docstring)."""
+    sock = await _socket_or_start(config, on_start)
     loop = asyncio.get_running_loop()
     stdin = asyncio.StreamReader(limit=2**24)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    seen = _Conversation()
 
-    def write_out(data: bytes) -> None:
-        out.write(data)
-
-    def end_socket_write() -> None:
+    async def to_daemon() -> None:
+        while data := await stdin.read(65536):
+            seen.from_client(data)
+            try:
+                await loop.sock_sendall(sock, data)
+            except OSError:
+                return  # the daemon stopped reading; what it sent is still read below
+        seen.client_ended = True
         with contextlib.suppress(OSError):
-            sock_writer.write_eof()
+            sock.shutdown(socket.SHUT_WR)
 
-    to_daemon = asyncio.ensure_future(_pump(stdin, sock_writer.write, end_socket_write))
-    to_client = asyncio.ensure_future(_pump(sock_reader, write_out, lambda: None))
-    await to_client  # the daemon closed the connection (or the client said exit)
-    to_daemon.cancel()
-    with contextlib.suppress(OSError):
-        sock_writer.close()
-    out.close()
+    async def to_client() -> None:
+        while True:
+            try:
+                data = await loop.sock_recv(sock, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            seen.from_daemon(data)
+            try:
+                out.write(data)
+            except OSError:
+                seen.client_gone = True
+                return
+
+    sending = asyncio.ensure_future(to_daemon())
+    try:
+        await to_client()  # until the daemon closes the connection (or the client is gone)
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        sock.close()
+        with contextlib.suppress(OSError):
+            out.close()
+    if seen.client_gone:
+        return 1
+    reason = seen.failure()
+    if reason is not None:
+        print(f"sessiond connect: {reason}", file=sys.stderr)
+        return 1
     return 0

@@ -1,146 +1,65 @@
-"""One client connection: framing, lifecycle, a pygls ``JsonRPCProtocol`` of its own, backpressure.
+"""One client connection: framing, the lifecycle, limits, backpressure.
 
-pygls dispatches requests, tracks their futures and cancels them (``$/cancelRequest``);
-everything around it is here because pygls cannot do it for several clients (docs/design-notes.md
-§1): one protocol object per connection, both framings, orjson in and out (pygls's default
-converter turns params into namedtuples and never answers a request without ``params``), the
-LSP lifecycle, ACP's ``$/cancel_request``, a limit on requests in flight, and a bounded
-outgoing queue so a client that stops reading cannot grow the daemon's memory.
+Bytes in are read as messages in the framing the client chose (``framing.py``) and parsed with
+orjson; requests go to the method table (``dispatch.py``) — lifecycle requests answered at
+receipt, the others as tasks of the connection's JSON-RPC engine (pygls, ``engine.py``), which
+also cancels them and carries the server's own requests to the client. Everything a client
+can do wrong before a handler runs is answered here with its precise error: not JSON, not
+JSON-RPC, no ``initialize`` yet, an unknown method, too many requests in flight, an id still
+in use. Messages out are queued, bounded (a client that stops reading cannot grow the daemon's
+memory; it is disconnected), and written in the client's framing.
+
+A connection ends when the client closes its side, sends ``exit`` or sends bytes that cannot be
+read as messages: the requests it sent before are answered first (``printf '...' | sessiond
+connect`` writes everything at once), within ``HALF_CLOSE_GRACE``. Why pygls is used one
+protocol object per connection: docs/design-notes.md §1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hmac
 import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from types import SimpleNamespace
-from typing import Any
-
-from lsprotocol import converters
-from lsprotocol.types import ResponseError, ResponseErrorMessage
-from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
-from pygls.protocol import JsonRPCProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
-from pygls.server import JsonRPCServer
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sessiond_protocol import ErrorCode
+from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND
 
-from ..errors import ClientRequestError
+from ..errors import AuthenticationError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
-from .errors import RpcError, to_rpc_error
+from .dispatch import Daemon, Json, Method, answer_now
+from .engine import Engine
+from .errors import ErrorAnswer
 from .framing import Framing, FramingError, MessageReader, MessageSource, MessageTooLargeError, frame
+
+if TYPE_CHECKING:
+    from ..service.service import Service
 
 log = logging.getLogger("sessiond.rpc")
 
-Handler = Callable[["Connection", dict[str, Any]], Awaitable[Any]]
-
-
-def handlers_initialize(conn: Connection, params: dict[str, Any]) -> None:
-    from .methods import begin_initialize  # noqa: PLC0415 (methods imports this module)
-
-    begin_initialize(conn, params)
-
-
 HALF_CLOSE_GRACE = 60.0
-"""Seconds the answers to requests already received may take after the client half-closed."""
-
-_REFUSALS = frozenset({ErrorCode.PATH_OUTSIDE_STORE, ErrorCode.PATH_REFUSED, ErrorCode.READ_ONLY})
-"""Errors that refuse access (not mere mistakes): logged as warnings, with the peer."""
+"""Seconds the answers to requests already received may take after the client half-closed
+(or sent ``exit``)."""
 
 _ids = itertools.count(1)
-_server_request_ids = itertools.count(1)
-
-
-class _Server(JsonRPCServer):
-    """pygls' server object, one per connection; errors are reported by sessiond, not pygls."""
-
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        pass
-
-
-_CONVERTER: Any = None
-
-
-def _converter() -> Any:
-    """pygls wants a cattrs converter; sessiond's messages never go through it, so one is shared.
-
-    Building lsprotocol's converter costs ~20 ms (it generates code); once per process.
-    """
-    global _CONVERTER  # noqa: PLW0603 (a lazily built process-wide constant)
-    if _CONVERTER is None:
-        _CONVERTER = converters.get_converter()
-    return _CONVERTER
-
-
-class SessiondProtocol(JsonRPCProtocol):
-    """pygls' protocol with sessiond's method table and orjson framing on the way out."""
-
-    conn: Connection
-
-    def handle_message(self, message: Any) -> None:
-        """Dispatch on the message's concrete class.
-
-        pygls tests runtime-checkable Protocols with ``isinstance``, ~20 µs a message; the
-        connection already built the exact pygls class, so the class says what it is.
-        """
-        ctx = contextvars.copy_context()
-        cls = type(message)
-        if cls is JsonRPCRequestMessage:
-            ctx.run(self._handle_request, message.id, message.method, message.params)
-        elif cls is JsonRPCNotification:
-            ctx.run(self._handle_notification, message.method, message.params)
-        elif cls is JsonRPCResponseMessage:
-            ctx.run(self._handle_response, message.id, message.result)
-        else:
-            ctx.run(self._handle_response, message.id, None, message.error)
-
-    def _get_handler(self, feature_name: str) -> Any:
-        handler = self.conn.handlers.get(feature_name)
-        if handler is None:
-            raise JsonRpcMethodNotFound.of(feature_name)
-        conn = self.conn
-
-        async def run(params: Any) -> Any:
-            return await conn.call(feature_name, handler, params)
-
-        return run
-
-    def _send_data(self, data: Any) -> None:
-        if isinstance(data, JsonRPCResponseMessage):
-            payload: dict[str, Any] = {"jsonrpc": "2.0", "id": data.id, "result": data.result}
-        elif isinstance(data, ResponseErrorMessage) and data.error is not None:
-            error: dict[str, Any] = {"code": data.error.code, "message": data.error.message}
-            if data.error.code == ErrorCode.REQUEST_CANCELLED:  # pygls' own answer to a cancel
-                error = {"code": data.error.code, "message": f"Request {data.id} was cancelled"}
-                error["data"] = {"requestId": data.id}
-            elif data.error.data is not None:
-                error["data"] = data.error.data
-            payload = {"jsonrpc": "2.0", "id": data.id, "error": error}
-        elif isinstance(data, JsonRPCNotification):
-            payload = {"jsonrpc": "2.0", "method": data.method, "params": data.params}
-        elif isinstance(data, JsonRPCRequestMessage):
-            payload = {"jsonrpc": "2.0", "id": data.id, "method": data.method, "params": data.params}
-        else:
-            log.error("cannot send %r", type(data).__name__)
-            return
-        self.conn.send(payload)
 
 
 class Connection:
-    """A client of the daemon. ``id`` identifies it as a subscriber."""
+    """A client of the daemon: the :class:`~sessiond.rpc.dispatch.Caller` its handlers get, and
+    the peer the service keeps (``id`` identifies it as a subscriber)."""
 
     def __init__(
         self,
         reader: asyncio.StreamReader | MessageSource,
         writer: Any,
-        handlers: dict[str, Handler],
+        methods: Mapping[str, Method],
+        service: Service,
         limits: Limits,
         *,
         peer: str = "",
@@ -156,7 +75,8 @@ class Connection:
         message in one ``write`` call."""
         self.id = next(_ids)
         self.peer = peer
-        self.handlers = handlers
+        self.methods = methods
+        self.service = service
         self.limits = limits
         self._reader: MessageSource = (
             MessageReader(
@@ -171,36 +91,34 @@ class Connection:
         self._writer = writer
         self._auth_token = auth_token
         self._on_close = on_close
+        self._context = {MAX_ENTRIES_PER_APPEND: limits.max_entries_per_append}
+        """What params validators need besides the params: the limits that are settings."""
         self.initialized = False
         self.shutting_down = False
+        self.exited = False
+        """The client sent ``exit``: nothing more is read."""
         self.closed = False
         self.client_info: dict[str, Any] = {}
         self.opt_out: set[str] = set()
         self.summarizer = False
         """The client answers ``compaction/summarize`` (declared in ``initialize``)."""
-        self.in_flight = 0
-        self._handling: set[Any] = set()
-        """Futures of the client's requests being handled (pygls keeps them in one table with
-        the requests this side sent the client)."""
         self._out: deque[bytes] = deque()
         self._out_bytes = 0
         self._out_ready = asyncio.Event()
         self._resync: set[str] = set()
         self._dead = False
-        self._server = _Server(SessiondProtocol, _converter)
-        self.protocol: SessiondProtocol = self._server.protocol  # type: ignore[assignment]
-        self.protocol.conn = self
-        self.service: Any = None
-        """Set by the daemon: the ``Service`` handlers call."""
-        self.daemon: Any = None
+        self.daemon: Daemon | None = None
         """Set by the daemon: itself (``daemon/status`` reports on it)."""
         self.connected_at = time.time()
-        self.initialize_handler: Callable[[Connection, dict[str, Any]], None] = handlers_initialize
-        """Validates ``initialize`` params and applies them (synchronously, before dispatch)."""
+        self.engine = Engine(self.send, self, self._context)
 
     @property
     def framing(self) -> Framing:
         return self._reader.framing or Framing.LSP
+
+    @property
+    def in_flight(self) -> int:
+        return self.engine.in_flight
 
     # ------------------------------------------------------------------ running
 
@@ -208,47 +126,60 @@ class Connection:
         writer_task = asyncio.ensure_future(self._write_loop())
         try:
             if await self._read_loop():
-                await self._answer_after_eof()
+                await self._answer_what_was_asked()
         finally:
             await self._finish(writer_task)
 
-    async def _answer_after_eof(self) -> None:
-        """The client closed its sending side: answer what it already asked, then close.
+    async def _answer_what_was_asked(self) -> None:
+        """The client closed its sending side, said ``exit``, or sent what cannot be read: answer
+        what it already asked.
 
         ``printf '...' | sessiond connect`` half-closes right after its last request and still
         reads the answers. Requests this side sent to the client can no longer be answered, so
         they are cancelled at once (a compaction waiting on this client's summarizer fails over);
         the handlers still running get ``HALF_CLOSE_GRACE`` seconds, less if the client is gone.
         """
-        handling = set(self._handling)
-        for future in list(self.protocol._request_futures.values()):
-            if future not in handling:
-                future.cancel()
-        deadline = asyncio.get_running_loop().time() + HALF_CLOSE_GRACE
-        pending = {f for f in handling if not f.done()}
-        while pending and not self._dead:
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                break
-            _done, pending = await asyncio.wait(pending, timeout=min(left, 0.5))
+        self.engine.cancel_asked()
+        if not self.engine.in_flight:
+            return
+        idle = asyncio.ensure_future(self.engine.idle())
+        try:
+            deadline = asyncio.get_running_loop().time() + HALF_CLOSE_GRACE
+            while not idle.done() and not self._dead:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait({idle}, timeout=min(left, 0.5))
+        finally:
+            idle.cancel()
 
     async def _read_loop(self) -> bool:
-        """Read and dispatch until the stream ends; True when it ended cleanly (EOF)."""
+        """Read and dispatch until the stream ends, cannot be read any more, or the client says
+        ``exit``; then True: what it asked so far is still answered. False: it is gone."""
         while not self.closed:
             try:
                 body = await self._reader.read()
             except MessageTooLargeError as exc:
-                self._error(None, ErrorCode.MESSAGE_TOO_LARGE, str(exc), {"limit": exc.limit})
-                continue
-            except FramingError as exc:
-                self._error(None, ErrorCode.PARSE_ERROR, f"Cannot read the message stream: {exc}")
+                data: Json = {"limit": exc.limit}
+                if not exc.in_sync:
+                    data["closing"] = True
+                self._error(None, ErrorCode.MESSAGE_TOO_LARGE, str(exc), data)
+                if exc.in_sync:
+                    continue
                 log.info("connection %s (%s): %s", self.id, self.peer, exc)
-                return False
+                return True
+            except FramingError as exc:
+                message = f"Cannot read the message stream: {exc}"
+                self._error(None, ErrorCode.PARSE_ERROR, message, {"closing": True})
+                log.info("connection %s (%s): %s", self.id, self.peer, exc)
+                return True
             except (ConnectionError, OSError):
                 return False
             if body is None:
                 return True
             self._receive(body)
+            if self.exited:
+                return True
         return False
 
     async def _write_loop(self) -> None:
@@ -280,8 +211,7 @@ class Connection:
 
     async def _finish(self, writer_task: asyncio.Future[None]) -> None:
         self.closed = True
-        for future in list(self.protocol._request_futures.values()):
-            future.cancel()
+        self.engine.cancel_all()
         try:
             if self._out:
                 self._out_ready.set()
@@ -301,9 +231,6 @@ class Connection:
     def close(self) -> None:
         """Stop reading and close once what is queued has been sent."""
         self.closed = True
-        self._reader_feed_eof()
-
-    def _reader_feed_eof(self) -> None:
         self._reader.feed_eof()
 
     # ------------------------------------------------------------------ incoming
@@ -334,7 +261,7 @@ class Connection:
             return
         method = message.get("method")
         if method is None and has_id and ("result" in message or "error" in message):
-            self._response(message)
+            self.engine.answer(message)
             return
         if type(method) is not str:
             self._error(msg_id if has_id else None, ErrorCode.INVALID_REQUEST, "method must be a string")
@@ -349,7 +276,7 @@ class Connection:
         else:
             self._notification(method, params if params is not None else {})
 
-    def _request(self, msg_id: Any, method: str, params: dict[str, Any]) -> None:
+    def _request(self, msg_id: Any, method: str, params: Json) -> None:
         if self.shutting_down:
             self._error(msg_id, ErrorCode.INVALID_REQUEST, "The server is shutting down this connection")
             return
@@ -360,19 +287,14 @@ class Connection:
                 "The connection is not initialized: send initialize first",
             )
             return
-        if method == "initialize":
-            if self.initialized:
-                self._error(msg_id, ErrorCode.INVALID_REQUEST, "The connection is already initialized")
-                return
-            # Decided here, synchronously: a client may pipeline requests right behind it.
-            try:
-                self.initialize_handler(self, params)
-            except BaseException as exc:
-                rpc = to_rpc_error(exc, method, params)
-                self._error(msg_id, ErrorCode(rpc.code), rpc.message, rpc.data)
-                return
-            self.initialized = True
-        if self.in_flight >= self.limits.max_in_flight:
+        entry = self.methods.get(method)
+        if entry is None:
+            self._error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
+            return
+        if entry.immediate:
+            self._answer_now(msg_id, entry, params)
+            return
+        if self.engine.in_flight >= self.limits.max_in_flight:
             self._error(
                 msg_id,
                 ErrorCode.OVERLOADED,
@@ -380,78 +302,45 @@ class Connection:
                 {"maxInFlight": self.limits.max_in_flight},
             )
             return
-        if msg_id in self.protocol._request_futures:
+        if self.engine.running(msg_id):
             self._error(msg_id, ErrorCode.INVALID_REQUEST, f"A request with id {msg_id!r} is still running")
             return
-        if method not in self.handlers:
-            self._error(msg_id, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
-            return
         # Counted from dispatch (not from when the handler starts): a burst read in one go is
-        # dispatched before any handler runs. The future's callback also covers cancellation.
-        self.in_flight += 1
-        self.protocol.handle_message(
-            JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
-        )
-        future = self.protocol._request_futures.get(msg_id)
-        if future is None:
-            self.in_flight -= 1  # answered synchronously
-        else:
-            self._handling.add(future)
-            future.add_done_callback(self._request_done)
+        # dispatched before any handler runs.
+        self.engine.request(msg_id, entry, params)
 
-    def _request_done(self, future: Any) -> None:
-        self.in_flight -= 1
-        self._handling.discard(future)
+    def _answer_now(self, msg_id: Any, entry: Method, params: Json) -> None:
+        """A lifecycle request, answered before the next message is read."""
+        initializing = entry.spec.name == "initialize"
+        if initializing and self.initialized:
+            self._error(msg_id, ErrorCode.INVALID_REQUEST, "The connection is already initialized")
+            return
+        try:
+            result = answer_now(entry, self, params, self._context)
+        except ErrorAnswer as error:
+            self.send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
+            return
+        if initializing:
+            self.initialized = True
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
-    def _notification(self, method: str, params: dict[str, Any]) -> None:
+    def _notification(self, method: str, params: Json) -> None:
         if method == "exit":
-            self.close()
+            self.exited = True
         elif method == "$/cancelRequest":
-            self.protocol.handle_message(
-                JsonRPCNotification(method=method, jsonrpc="2.0", params=SimpleNamespace(id=params.get("id")))
-            )
+            self.engine.cancel(params.get("id"))
         elif method == "$/cancel_request":
             request_id = params.get("requestId")
             if isinstance(request_id, str | int):
-                self.protocol._handle_cancel_notification(request_id)
+                self.engine.cancel(request_id)
         elif method in ("initialized", "$/setTrace"):
             pass
         else:
             log.debug("ignoring notification %s", method)
 
-    def _response(self, message: dict[str, Any]) -> None:
-        error = message.get("error")
-        if error is not None:
-            err = ResponseError(
-                code=error.get("code", -32603), message=str(error.get("message", "")), data=error.get("data")
-            )
-            self.protocol.handle_message(ResponseErrorMessage(id=message["id"], error=err))
-        else:
-            self.protocol.handle_message(
-                JsonRPCResponseMessage(id=message["id"], jsonrpc="2.0", result=message.get("result"))
-            )
-
-    async def call(self, method: str, handler: Handler, params: dict[str, Any]) -> Any:
-        """Run a handler (called by pygls); every failure becomes a precise JSON-RPC error."""
-        token = params.get("workDoneToken") if isinstance(params, dict) else None
-        if token is not None and type(token) in (str, int):
-            self.progress(token, "begin", title=method)
-        try:
-            return await handler(self, params)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            error = to_rpc_error(exc, method, params)
-            if error.code in _REFUSALS:
-                log.warning("connection %s (%s): refused %s: %s", self.id, self.peer, method, error.message)
-            raise error from None
-        finally:
-            if token is not None and type(token) in (str, int):
-                self.progress(token, "end")
-
     # ------------------------------------------------------------------ outgoing
 
-    def send(self, payload: dict[str, Any], *, droppable: bool = False) -> bool:
+    def send(self, payload: Json, *, droppable: bool = False) -> bool:
         """Queue a message; a droppable one is refused when the queue is full."""
         if self._dead:
             return False
@@ -475,12 +364,12 @@ class Connection:
         return self.send({"jsonrpc": "2.0", "method": method, "params": params}, droppable=droppable)
 
     def _error(self, msg_id: Any, code: ErrorCode, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": int(code), "message": message}
+        error: Json = {"code": int(code), "message": message}
         if data is not None:
             error["data"] = data
         self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def send_update(self, session_id: str, update: Json) -> None:
         """A ``session/update`` for a subscribed session (dropped if opted out or overflowing)."""
         if self.closed or "session/update" in self.opt_out or update.get("sessionUpdate") in self.opt_out:
             return
@@ -499,30 +388,13 @@ class Connection:
             self._notify("window/logMessage", {"type": level, "message": message})
 
     async def request_client(self, method: str, params: Any) -> Any:
-        """A server -> client request (e.g. asking a summarizer for a summary).
-
-        Raises :class:`ClientRequestError` when the client answers with an error and
-        ``ConnectionError`` when the connection closes first. Cancelling the awaiting task
-        sends ``$/cancelRequest`` so the client can stop working on it.
-        """
+        """A server -> client request (e.g. asking a summarizer for a summary); see
+        :meth:`Engine.ask <sessiond.rpc.engine.Engine.ask>`."""
         if self.closed:
             raise ConnectionError(f"connection {self.id} is closed")
-        msg_id = f"sessiond-{next(_server_request_ids)}"
-        future = self.protocol.send_request(method, params, msg_id=msg_id)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                self.protocol._request_futures.pop(msg_id, None)
-                if not self.closed:
-                    self._notify("$/cancelRequest", {"id": msg_id})
-                raise
-            raise ConnectionError(f"connection {self.id} closed before answering {method}") from None
-        except JsonRpcException as exc:
-            raise ClientRequestError(method, exc.code, exc.message) from None
+        return await self.engine.ask(method, params)
 
-    def check_token(self, token: Any) -> None:
+    def check_token(self, token: str | None) -> None:
         if self._auth_token is None:
             return
         if type(token) is not str or not hmac.compare_digest(token, self._auth_token):
@@ -534,7 +406,4 @@ class Connection:
             )
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
-            raise RpcError(
-                ErrorCode.INVALID_REQUEST,
-                "Authentication failed: initialize needs the authToken of this server",
-            )
+            raise AuthenticationError()

@@ -6,7 +6,9 @@
 
 The first non-blank byte decides: ``{`` or ``[`` is NDJSON, anything else a header. Replies
 use the client's framing. Limits apply before anything is buffered: a header block or a
-message over the limit is refused, never read into memory whole.
+message over the limit is refused, never read into memory whole (an NDJSON line over it is
+skipped and the stream goes on; a Content-Length body over it is never read, so the stream
+cannot go on).
 
 Slow or silent peers are bounded by ``header_timeout``: a new connection must complete its
 first message header (the LSP header block, or the first NDJSON line) within it, and every
@@ -34,11 +36,19 @@ class FramingError(Exception):
 
 
 class MessageTooLargeError(Exception):
-    """One NDJSON message is over the size limit; it was skipped and the stream is in sync."""
+    """One message is over the size limit (answered -32022 MESSAGE_TOO_LARGE either way).
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"a message exceeds the maximum message size of {limit} bytes")
+    An NDJSON line was skipped unread and the stream is in sync (``in_sync``). A Content-Length
+    body is not read at all — skipping it would mean waiting for as many bytes as the header
+    claims, however many that is — so the stream cannot go on and the connection ends.
+    """
+
+    def __init__(self, limit: int, size: int | None = None, *, in_sync: bool = True) -> None:
+        what = "a message" if size is None else f"a message of {size} bytes"
+        super().__init__(f"{what} exceeds the maximum message size of {limit} bytes")
         self.limit = limit
+        self.size = size
+        self.in_sync = in_sync
 
 
 _BLANK = b" \t\r\n"
@@ -81,6 +91,7 @@ class MessageReader:
         self._prefix = b""
 
     def feed_eof(self) -> None:
+        """End the stream from this side: the next :meth:`read` returns ``None``."""
         self._reader.feed_eof()
 
     async def sniff(self) -> Framing | None:
@@ -176,10 +187,7 @@ class MessageReader:
         if length is None:
             raise FramingError("a message header without Content-Length")
         if length > self.max_message:
-            # Skipping the body would mean reading it; the connection is given up instead.
-            raise FramingError(
-                f"a message of {length} bytes exceeds the maximum message size of {self.max_message}"
-            )
+            raise MessageTooLargeError(self.max_message, length, in_sync=False)
         return length
 
     async def _read_body(self, length: int) -> bytes:
@@ -221,3 +229,117 @@ def frame(body: bytes, framing: Framing) -> bytes:
     if framing is Framing.NDJSON:
         return body + b"\n"
     return b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+class MessageTap:
+    """Follows the message boundaries of a byte stream in either framing, without holding it.
+
+    ``feed`` takes the bytes as they pass (the caller forwards them untouched) and returns the
+    bodies of the messages completed by them that are at most ``keep`` bytes long; longer ones are
+    counted (:attr:`large`) and skipped without being buffered. ``sessiond connect`` uses one per
+    direction to notice an ``exit`` and an error the daemon closed the connection on. Bytes it
+    cannot read as messages stop it (:attr:`lost`): what it returned so far stays valid.
+    """
+
+    def __init__(self, keep: int = 4096, max_header: int = 8192) -> None:
+        self.keep = keep
+        self.max_header = max_header
+        self.framing: Framing | None = None
+        self.lost = False
+        self.large = 0
+        """Messages skipped because they were longer than ``keep``."""
+        self.last_large = False
+        """The last message that ended (or began, for Content-Length) was a long one."""
+        self._buffer = b""
+        self._skip = 0
+        """Body bytes of a long Content-Length message still to pass."""
+        self._body: int | None = None
+        """The length of the Content-Length body being collected."""
+        self._overlong = False
+        """The NDJSON line being read is already longer than ``keep``."""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if self.lost or not data:
+            return []
+        if self.framing is None:
+            start = len(data) - len(data.lstrip(_BLANK))
+            if start == len(data):
+                return []
+            data = data[start:]
+            self.framing = Framing.NDJSON if data[:1] in (b"{", b"[") else Framing.LSP
+        if self.framing is Framing.NDJSON:
+            return self._lines(data)
+        return self._frames(data)
+
+    def _lines(self, data: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        while data:
+            end = data.find(b"\n")
+            if end < 0:
+                if not self._overlong:
+                    self._buffer += data
+                    if len(self._buffer) > self.keep:
+                        self._buffer, self._overlong = b"", True
+                return out
+            line, data = data[:end], data[end + 1 :]
+            body = b"" if self._overlong else (self._buffer + line).strip(_BLANK)
+            if self._overlong or len(body) > self.keep:
+                self.large += 1
+                self.last_large = True
+            elif body:
+                out.append(body)
+                self.last_large = False
+            self._buffer, self._overlong = b"", False
+        return out
+
+    def _frames(self, data: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        while True:
+            if self._skip:
+                taken = min(self._skip, len(data))
+                self._skip -= taken
+                data = data[taken:]
+                if self._skip:
+                    return out
+            if data:
+                self._buffer += data
+                data = b""
+            if self._body is not None:
+                if len(self._buffer) < self._body:
+                    return out
+                out.append(self._buffer[: self._body])
+                self._buffer, self._body = self._buffer[self._body :], None
+                self.last_large = False
+                continue
+            self._buffer = self._buffer.lstrip(_BLANK)
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buffer) > self.max_header:
+                    self._lose()
+                return out
+            length = self._content_length(self._buffer[:end])
+            if length is None:
+                self._lose()
+                return out
+            data, self._buffer = self._buffer[end + 4 :], b""
+            if length > self.keep:
+                self.large += 1
+                self.last_large = True
+                self._skip = length
+            else:
+                self._body = length
+
+    @staticmethod
+    def _content_length(header: bytes) -> int | None:
+        for line in header.split(b"\r\n"):
+            name, sep, value = line.partition(b":")
+            if sep and name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    return None
+                return length if length >= 0 else None
+        return None
+
+    def _lose(self) -> None:
+        self.lost, self._buffer = True, b""

@@ -33,8 +33,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import SessiondError
-from ..service.config import Config
+from sessiond_protocol.errors import ErrorCode
+
+from ..errors import InvalidArgumentError, SessiondError
+from ..service.config import Config, ConfigError
 from ..service.service import Service
 from .connection import Connection
 from .methods import HANDLERS
@@ -46,9 +48,41 @@ log = logging.getLogger("sessiond.server")
 
 
 class AlreadyRunningError(SessiondError):
+    """Another daemon holds the store's lock. Raised by ``serve`` before any client connects, so
+    it is never an error answer (were it one, it would be a bug: an internal error)."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
+
     def __init__(self, root: Path, pid: str) -> None:
         who = f" (pid {pid})" if pid else ""
         super().__init__(f"sessiond is already running for the store {root}{who}", root=str(root), pid=pid)
+
+
+class SocketInUseError(SessiondError):
+    """A live daemon (of another store: the store lock already excludes this one's) answers on
+    the socket path asked for. Taking the path over would silently hand that daemon's clients to
+    this store, so ``serve`` refuses before any client connects (never an error answer)."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"a daemon is already running on the socket {path} (for another store); "
+            "stop it or choose another --socket",
+            socket=str(path),
+        )
+
+
+def _socket_answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path`` (a refused or missing
+    one is stale: its daemon is gone)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+        return True
 
 
 class StoreLock:
@@ -104,30 +138,32 @@ def read_or_create_token(path: Path) -> str:
             f.write(token + "\n")
         return token
     if st.st_mode & 0o077:
-        raise SessiondError(
+        raise ConfigError(
             f"The token file {path} must not be readable by others (chmod 600 it)", path=str(path)
         )
     token = path.read_text().strip()
     if not token:
-        raise SessiondError(f"The token file {path} is empty", path=str(path))
+        raise ConfigError(f"The token file {path} is empty", path=str(path))
     return token
 
 
 def parse_tcp(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep:
-        raise SessiondError(f"--tcp wants HOST:PORT, got {address!r}", field="tcp")
+        raise InvalidArgumentError(f"--tcp wants HOST:PORT, got {address!r}", field="tcp")
     host = host.strip("[]")
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        raise SessiondError(f"--tcp host must be a loopback IP address, got {host!r}", field="tcp") from None
+        raise InvalidArgumentError(
+            f"--tcp host must be a loopback IP address, got {host!r}", field="tcp"
+        ) from None
     if not ip.is_loopback:
-        raise SessiondError(f"--tcp only listens on loopback addresses, not {host}", field="tcp")
+        raise InvalidArgumentError(f"--tcp only listens on loopback addresses, not {host}", field="tcp")
     try:
         return host, int(port)
     except ValueError:
-        raise SessiondError(f"--tcp port must be a number, got {port!r}", field="tcp") from None
+        raise InvalidArgumentError(f"--tcp port must be a number, got {port!r}", field="tcp") from None
 
 
 class Daemon:
@@ -151,13 +187,13 @@ class Daemon:
             reader,
             writer,
             HANDLERS,
+            self.service,
             self.config.limits,
             peer=peer,
             auth_token=token,
             on_close=self._closed,
             header_timeout=peer != "stdio",
         )
-        conn.service = self.service
         conn.daemon = self
         self.connections.add(conn)
         return conn
@@ -210,8 +246,10 @@ class Daemon:
         directory = path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
+        if path.is_socket() and _socket_answers(path):
+            raise SocketInUseError(path)
         if path.exists() or path.is_symlink():
-            path.unlink()  # we hold the store lock: whatever was there is stale
+            path.unlink()  # nothing answers there and we hold the store lock: it is stale
         limit = self.config.limits.max_message_bytes + 64
         old = os.umask(0o177)
         try:

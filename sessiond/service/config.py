@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessiond_protocol.errors import ErrorCode
+
 from ..errors import InvalidArgumentError, SessiondError
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
@@ -74,7 +76,9 @@ from .roots import Root, build_roots
 
 
 class ConfigError(SessiondError):
-    """The configuration file is unreadable or has a wrong value."""
+    """The configuration file is unreadable or has a wrong value (or a request's settings do)."""
+
+    error_code = ErrorCode.INVALID_PARAMS
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from sessiond_protocol import methods as M
 
 from ..errors import CheckpointNotFoundError
 from ..filehistory import BlobStore, FileHistory, Workspace
+from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
 from ..model.js import get
 from ..store.journal import Durability
@@ -142,10 +143,15 @@ class FileHistoryService:
             data = await anyio.to_thread.run_sync(lambda: opened.history.track(path, message_id, phase))
             entry_id = await self._persist(host, opened, data)
         key = next(iter(data.get("seen") or data.get("files") or {path: None}))
-        state = (data.get("files") or {}).get(key) or {"kind": "seen", "content": data["seen"][key]}
+        backed_up = (data.get("files") or {}).get(key)
+        state = backed_up if backed_up is not None else _state_of(data["seen"][key])
         self._publish(host, "track", data["messageId"], [key])
         return M.TrackResult.model_construct(
-            path=key, messageId=data["messageId"], state=state, entryId=entry_id or ""
+            path=key,
+            messageId=data["messageId"],
+            state=state,
+            backedUp=backed_up is not None,
+            entryId=entry_id or "",
         )
 
     async def checkpoint(self, user: Peer, session_id: str, message_id: str) -> M.CheckpointResult:
@@ -285,3 +291,12 @@ def _snapshot_data(host: SessionHost) -> list[dict[str, Any]]:
             if isinstance(data, dict):
                 out.append(data)
     return out
+
+
+def _state_of(content: str) -> dict[str, Any]:
+    """The file state a ``seen`` content key stands for (a file's mode and size are not in it)."""
+    if content == MISSING_KEY:
+        return {"kind": "missing"}
+    if content.startswith(SYMLINK_PREFIX):
+        return {"kind": "symlink", "target": content.removeprefix(SYMLINK_PREFIX)}
+    return {"kind": "file", "blob": content}

@@ -216,10 +216,6 @@ class Service:
         expect_leaf_id: Any = UNDEFINED,
         durability: str | None = None,
     ) -> M.AppendResult:
-        if len(entries) > self.config.limits.max_entries_per_append:
-            raise InvalidArgumentError(
-                f"at most {self.config.limits.max_entries_per_append} entries per append", field="entries"
-            )
         host = await self.registry.host(session_id, user)
         pending = host.writer().begin_append(
             entries,

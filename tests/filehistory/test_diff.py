@@ -141,3 +141,4 @@ def test_history_diff_against_the_disk(tmp_path: Path) -> None:
     (cwd / "c.txt").mkdir()
     broken = s.history.diff("p1", "c.txt")[0]
     assert broken.diff is None and "directory" in (broken.error or "")
+    assert broken.changed is None and broken.as_json()["to"] is None  # unknown, not "unchanged"

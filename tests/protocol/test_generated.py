@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from sessiond_protocol import ERRORS, METHODS, NOTIFICATIONS, ErrorCode, MethodSpec, generate
+from sessiond_protocol import ERRORS, METHODS, NOTIFICATIONS, ErrorCode, MethodSpec
+from tests.protocol.tools import generate
 
 SPECS = list(METHODS.values())
 WRONG_VALUES: list[tuple[str, Any]] = [
@@ -196,3 +197,35 @@ def test_check_exit_codes(
     assert target.read_text(encoding="utf-8") == "same\n"
     assert generate.main([]) == 0
     assert target.read_bytes() == b"changed\n"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_no_method_lists_an_error_twice(spec: MethodSpec) -> None:
+    assert len(spec.errors) == len(set(spec.errors)), [c.name for c in spec.errors]
+
+
+def test_a_new_method_becomes_a_typed_client_method(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding a method is a spec and a regeneration: the client's method follows from the models."""
+    from pydantic import Field  # noqa: PLC0415
+
+    from sessiond_protocol import methods as M  # noqa: PLC0415
+    from sessiond_protocol.methods import SessionRef  # noqa: PLC0415
+    from sessiond_protocol.models import Result  # noqa: PLC0415
+    from tests.protocol.tools import python_client  # noqa: PLC0415
+
+    class ArchiveParams(SessionRef):
+        reason: str = Field(description="Why it is archived.")
+        keepDays: int = Field(30, ge=1, description="Days before it may be deleted.")
+
+    class ArchiveResult(Result):
+        archived: bool
+
+    monkeypatch.setattr(M, "ArchiveResult", ArchiveResult, raising=False)  # as if declared there
+    spec = MethodSpec("session/archive", ArchiveParams, ArchiveResult, "Archive a session.")
+    text = python_client.render([spec])
+    compile(text, "methods.py", "exec")  # valid Python
+    assert "async def session_archive(self, session_id: str, reason: str, *, keep_days: int = 30)" in text
+    assert "keep_days: Days before it may be deleted." in text
+    assert "session_archive = Blocking(Methods.session_archive)" in text
+    assert '"session/archive": "session_archive",' in text
+    assert "-> M.ArchiveResult:" in text

@@ -134,6 +134,66 @@ async def test_edit_create_delete_rename_and_rewind_each_checkpoint(daemon: Daem
     await client.close()
 
 
+_STATE_KINDS = {"file", "symlink", "missing"}
+
+
+async def test_track_reports_a_file_state_and_whether_it_backed_it_up(daemon: Daemon, tmp_path: Path) -> None:
+    """SPEC: ``state`` is a file state (file, symlink, missing) — never an internal record."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("v0\n")
+    client = await daemon.client()
+    agent = await new_agent(client, ws)
+    await agent.prompt("edit a.txt")
+    ref = {"sessionId": agent.sid, "path": "a.txt"}
+    first = await call(client, "fileHistory/track", ref)
+    blob0 = hashlib.sha256(b"v0\n").hexdigest()
+    assert first["backedUp"] is True
+    assert first["state"] == {"kind": "file", "blob": blob0, "mode": 0o644 & ~_umask(), "size": 3}
+    again = await call(client, "fileHistory/track", ref)  # the prompt has it already
+    assert again["backedUp"] is False and again["state"] == {"kind": "file", "blob": blob0}
+    (ws / "a.txt").write_text("v1!\n")
+    after = await call(client, "fileHistory/track", {**ref, "phase": "after"})
+    assert after["backedUp"] is False
+    assert after["state"] == {"kind": "file", "blob": hashlib.sha256(b"v1!\n").hexdigest()}
+    (ws / "a.txt").unlink()
+    (ws / "a.txt").symlink_to("elsewhere")
+    linked = await call(client, "fileHistory/track", {**ref, "phase": "after"})
+    assert linked["state"] == {"kind": "symlink", "target": "elsewhere"}
+    (ws / "a.txt").unlink()
+    gone = await call(client, "fileHistory/track", {**ref, "phase": "after"})
+    assert gone["state"] == {"kind": "missing"}
+    for answer in (first, again, after, linked, gone):
+        assert answer["state"]["kind"] in _STATE_KINDS
+    await client.close()
+
+
+async def test_diff_of_a_file_that_cannot_be_read_says_unknown_not_unchanged(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("v0\n")
+    client = await daemon.client()
+    agent = await new_agent(client, ws)
+    p1 = await agent.prompt("edit a.txt")
+    await agent.write("a.txt", b"v1\n")
+    (ws / "a.txt").unlink()
+    (ws / "a.txt").mkdir()  # refused now: a directory where the file was
+    diff = await call(client, "fileHistory/diff", {"sessionId": agent.sid, "messageId": p1})
+    [entry] = diff["files"]
+    assert entry["changed"] is None and entry["to"] is None and entry["newSize"] is None
+    assert entry["diff"] is None and "directory" in entry["error"]
+    assert entry["from"]["kind"] == "file" and entry["oldSize"] == 3
+    await client.close()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 async def test_rewinding_one_session_never_reverts_anothers_edit(daemon: Daemon, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -1,8 +1,9 @@
-"""A client that half-closes after its last request still gets every answer.
+"""A client that half-closes (or says ``exit``) after its last request still gets every answer.
 
 ``printf '...' | sessiond connect`` is the one-shot way to script the daemon: stdin ends right
 after the requests, so the bridge half-closes the socket while the daemon is still working (or
-still starting). The daemon must answer what it was asked before it closes.
+still starting). The daemon must answer what it was asked before it closes — also when the last
+message is LSP's ``exit``, in both framings.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.harness.daemon import Daemon
 
@@ -32,6 +36,64 @@ def _answers(data: bytes) -> dict[int, dict[str, object]]:
         if "id" in message:
             out[message["id"]] = message
     return out
+
+
+def _lifecycle(framing: str) -> bytes:
+    """initialize, initialized, session/list, shutdown, exit — written at once."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    bodies = [json.dumps(m).encode() for m in messages]
+    if framing == "ndjson":
+        return b"".join(b + b"\n" for b in bodies)
+    return b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+
+
+def _messages(data: bytes) -> list[dict[str, Any]]:
+    if data.lstrip().startswith(b"{"):
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
+    out = []
+    while data:
+        header, _, rest = data.partition(b"\r\n\r\n")
+        length = int(header.split(b":")[1])
+        out.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return out
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "content-length"])
+def test_requests_before_exit_are_answered_before_the_close(daemon: Daemon, framing: str) -> None:
+    """The socket stays open on the client's side: only ``exit`` ends the conversation."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(30)
+        s.connect(str(daemon.socket))
+        s.sendall(_lifecycle(framing))
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    answers = {m["id"]: m for m in _messages(data) if "id" in m}
+    assert sorted(answers) == [1, 2, 3], data
+    assert answers[2]["result"] == {"sessions": [], "nextCursor": None}
+    assert answers[3] == {"jsonrpc": "2.0", "id": 3, "result": None}
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "content-length"])
+def test_exit_through_connect_prints_every_answer_and_succeeds(daemon: Daemon, framing: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sessiond", "connect", "--socket", str(daemon.socket)],
+        input=_lifecycle(framing),
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env=daemon.env,
+    )
+    answers = {m["id"]: m for m in _messages(done.stdout) if "id" in m}
+    assert sorted(answers) == [1, 2, 3], (done.stdout, done.stderr)
+    assert done.returncode == 0, done.stderr
 
 
 def test_answers_arrive_after_a_half_close(daemon: Daemon, tmp_path: Path) -> None:

@@ -117,8 +117,9 @@ async def test_oversized_messages(tmp_path: Path) -> None:
         assert err["code"] == ErrorCode.MESSAGE_TOO_LARGE and err["data"]["limit"] == 4096
         assert "sessions" in await client.request("session/list", {})  # NDJSON stays in sync
         await client.close()
-        out = raw_exchange(d.socket, b"Content-Length: 100000\r\n\r\n")
-        assert json.loads(out.partition(b"\r\n\r\n")[2])["error"]["code"] == ErrorCode.PARSE_ERROR
+        out = raw_exchange(d.socket, b"Content-Length: 100000\r\n\r\n")  # answered in its framing
+        err = json.loads(out.partition(b"\r\n\r\n")[2])["error"]
+        assert err["code"] == ErrorCode.MESSAGE_TOO_LARGE and err["data"]["limit"] == 4096
     finally:
         assert d.stop() == 0
 
@@ -280,6 +281,30 @@ async def test_one_daemon_per_store(daemon: Daemon) -> None:
     assert proc.returncode == 3
     assert "already running" in proc.stderr and str(daemon.process.pid) in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+async def test_a_daemon_of_another_store_does_not_take_over_a_live_socket(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """The store lock cannot exclude a daemon of another store given the same ``--socket``: it
+    must refuse instead of unlinking the live socket (which handed the first daemon's clients to
+    the wrong store), and the first daemon keeps answering there."""
+    other = tmp_path / "other-store"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessiond", "serve", "--store", str(other), "--socket", str(daemon.socket)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=daemon.env,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert f"already running on the socket {daemon.socket}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    client = await daemon.client()
+    info = await client.request("daemon/status", {})
+    assert info["store"] == str(daemon.store)
+    await client.close()
 
 
 async def test_socket_permissions(daemon: Daemon) -> None:

@@ -2,9 +2,10 @@
 real daemon over its socket.
 
 The reader's contract (sessiond/rpc/framing.py): it returns message bodies, ``None`` at a clean
-end, :class:`MessageTooLargeError` for one oversized NDJSON line (the stream stays in sync) and
-:class:`FramingError` when the stream cannot be read any more (the connection closes) —
-nothing else, never hanging on a refused header, never buffering a refused body.
+end, :class:`MessageTooLargeError` for one oversized message (an NDJSON line: skipped, the stream
+stays in sync; a Content-Length body: never read, the stream ends) and :class:`FramingError` when
+the stream cannot be read any more (the connection closes) — nothing else, never hanging on a
+refused header, never buffering a refused body.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ async def read_all(
                 body = await asyncio.wait_for(messages.read(), HANG)
             except MessageTooLargeError as exc:
                 out.append(exc)
-                continue
+                if exc.in_sync:
+                    continue
+                break
             except FramingError as exc:
                 out.append(exc)
                 break
@@ -109,7 +112,9 @@ def test_random_bytes_only_give_bodies_or_framing_errors(data: bytes, prefix: by
     out = run(read_all([prefix + data]))
     for item in out:
         assert isinstance(item, (bytes, FramingError, MessageTooLargeError)), item
-    assert all(not isinstance(x, FramingError) for x in out[:-1])  # a framing error ends the stream
+    # a framing error, or a body too large to skip, ends the stream
+    assert all(not isinstance(x, FramingError) for x in out[:-1])
+    assert all(x.in_sync for x in out[:-1] if isinstance(x, MessageTooLargeError))
 
 
 @given(st.text(max_size=30) | st.binary(max_size=30).map(lambda b: b.decode("latin-1")))
@@ -121,8 +126,10 @@ def test_bad_content_length_values(value: str) -> None:
         n = int(value.strip())
     except ValueError:
         n = None
-    if n is None or n < 0 or n > MAX_MESSAGE or len(value.encode()) + 20 > MAX_HEADER:
+    if n is None or n < 0 or len(value.encode()) + 20 > MAX_HEADER:
         assert isinstance(out[-1], FramingError), (value, out)
+    elif n > MAX_MESSAGE:
+        assert isinstance(out[-1], MessageTooLargeError) and not out[-1].in_sync, (value, out)
     else:
         assert all(isinstance(x, (bytes, FramingError)) for x in out)
 
@@ -131,7 +138,8 @@ def test_bad_content_length_values(value: str) -> None:
 def test_a_huge_content_length_is_refused_before_the_body(length: int) -> None:
     """No EOF is fed: the refusal must come from the header alone, not from reading a body."""
     out = run(read_all([b"Content-Length: %d\r\n\r\n" % length, b"x" * 100], eof=False))
-    assert len(out) == 1 and isinstance(out[0], FramingError) and "maximum message size" in str(out[0])
+    assert len(out) == 1 and isinstance(out[0], MessageTooLargeError), out
+    assert not out[0].in_sync and out[0].size == length and "maximum message size" in str(out[0])
 
 
 @pytest.mark.parametrize(
@@ -214,7 +222,7 @@ def test_daemon_answers_garbage_and_keeps_serving(daemon: Daemon) -> None:
     assert "result" in bystander.initialize()
     cases = [
         (b"Content-Length: -5\r\n\r\n", ErrorCode.PARSE_ERROR),
-        (b"Content-Length: 99999999999999999999\r\n\r\n", ErrorCode.PARSE_ERROR),
+        (b"Content-Length: 99999999999999999999\r\n\r\n", ErrorCode.MESSAGE_TOO_LARGE),
         (b"Content-Length: 2\r\n" + b"X: y\r\n" * 300 + b"\r\n{}", ErrorCode.PARSE_ERROR),
         (b"Content-Length: \xff\xfe\r\n\r\n{}", ErrorCode.PARSE_ERROR),
         (b"\x00\x01\x02garbage\r\n\r\n", ErrorCode.PARSE_ERROR),
@@ -226,7 +234,7 @@ def test_daemon_answers_garbage_and_keeps_serving(daemon: Daemon) -> None:
         hostile.send(data)
         answer = hostile.message()
         assert answer["error"]["code"] == code, (data[:60], answer)
-        if code == ErrorCode.PARSE_ERROR and b"[[[" not in data:
+        if code in (ErrorCode.PARSE_ERROR, ErrorCode.MESSAGE_TOO_LARGE) and b"[[[" not in data:
             assert hostile.closed_within(HANG), data[:60]  # framing broken: the connection ends
         hostile.close()
         assert "sessions" in bystander.call("session/list", {})

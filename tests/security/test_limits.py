@@ -76,6 +76,24 @@ def test_entries_per_append(daemon: Daemon) -> None:
     c.close()
 
 
+def test_the_entry_limit_is_the_configured_one_above_a_thousand_too(tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """One owner of the rule, driven by the setting: the protocol model used to cap it at 1,000."""
+    d = start_daemon(tmp_path_factory.mktemp("limit1500"), config="[limits]\nmax_entries_per_append = 1500\n")
+    try:
+        c = RawClient.unix(d.socket)
+        c.initialize()
+        sid = c.call("session/new", {"cwd": "/tmp/limits"})["sessionId"]
+        many = [{"type": "message", "message": user(str(i))} for i in range(1501)]
+        assert len(c.call("session/append", {"sessionId": sid, "entries": many[:1200]})["entryIds"]) == 1200
+        answer = c.request("session/append", {"sessionId": sid, "entries": many})
+        assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS
+        assert answer["error"]["data"]["field"] == "entries"
+        assert answer["error"]["message"] == "Invalid params: entries: at most 1500 entries per append"
+        c.close()
+    finally:
+        assert d.stop() == 0, d.log_text()[-3000:]
+
+
 def test_message_and_header_size(daemon: Daemon) -> None:
     c = RawClient.unix(daemon.socket)
     c.initialize()
@@ -87,7 +105,8 @@ def test_message_and_header_size(daemon: Daemon) -> None:
     lsp = RawClient.unix(daemon.socket)
     lsp.send(b"Content-Length: 70000\r\n\r\n")
     err = lsp.message()["error"]
-    assert err["code"] == ErrorCode.PARSE_ERROR and "maximum message size of 65536" in err["message"]
+    assert err["code"] == ErrorCode.MESSAGE_TOO_LARGE and err["data"]["limit"] == 65536
+    assert err["message"] == "a message of 70000 bytes exceeds the maximum message size of 65536 bytes"
     assert lsp.closed_within(10)  # the body is never read: the connection is given up
     flood = RawClient.unix(daemon.socket)
     flood.send(b"Content-Length: 2\r\n" + b"X-Pad: " + b"p" * 600 + b"\r\n\r\n{}")

@@ -243,6 +243,26 @@ class CheckpointNotFound(NotFound):
     error_code = ErrorCode.CHECKPOINT_NOT_FOUND
 
 
+class ProtocolVersionMismatch(SessiondError):
+    """The daemon speaks another protocol version than this client: upgrade the older side.
+
+    Raised by the daemon's ``initialize`` answer, or by this client itself (:attr:`client_side`)
+    when a daemon accepted ``initialize`` but answered with another ``protocolVersion``.
+    """
+
+    error_code = ErrorCode.PROTOCOL_VERSION_MISMATCH
+
+    @property
+    def client_version(self) -> int | None:
+        value = self._get("clientVersion")
+        return value if isinstance(value, int) else None
+
+    @property
+    def server_version(self) -> int | None:
+        value = self._get("serverVersion")
+        return value if isinstance(value, int) else None
+
+
 ERROR_CLASSES: dict[int, type[SessiondError]] = {
     cls.error_code: cls
     for cls in (
@@ -274,6 +294,7 @@ ERROR_CLASSES: dict[int, type[SessiondError]] = {
         SummarizerUnavailable,
         PathRefused,
         CheckpointNotFound,
+        ProtocolVersionMismatch,
     )
     if cls.error_code is not None
 }

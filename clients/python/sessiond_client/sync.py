@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, Unpack, overload
+from typing import Any, Generic, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel
 
 from sessiond_protocol.notifications import LogMessage, Progress, SessionUpdate
 
+from .blocking import Blocking
 from .discovery import DEFAULT_DAEMON_ARGV, START_TIMEOUT
+from .methods import BlockingMethods
 from .typed import (
     ClientOptions,
     Notification,
@@ -111,39 +111,7 @@ class SyncUpdateStream(SyncStream[SessionUpdate]):
         return self
 
 
-class _Blocking(Generic[P, R]):
-    """A blocking twin of an async :class:`SessiondClient` method: same parameters (for the
-    type checker too, through the ``ParamSpec``), same result, run with :meth:`SessiondSyncClient.run`."""
-
-    def __init__(self, method: Callable[Concatenate[SessiondClient, P], Coroutine[Any, Any, R]]) -> None:
-        self.method = method
-        self.__name__ = self.__qualname__ = method.__name__
-        self.__doc__ = method.__doc__
-        self.__signature__ = inspect.signature(method)
-        parameters = list(self.__signature__.parameters.values())[1:]  # without the client
-        self._bound_signature = self.__signature__.replace(parameters=parameters)
-
-    @overload
-    def __get__(self, client: None, owner: type) -> _Blocking[P, R]: ...
-    @overload
-    def __get__(self, client: SessiondSyncClient, owner: type) -> Callable[P, R]: ...
-    def __get__(self, client: SessiondSyncClient | None, owner: type) -> _Blocking[P, R] | Callable[P, R]:
-        if client is None:
-            return self
-        method = self.method
-
-        @functools.wraps(self.method)
-        def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            return client.run(method(client.aclient, *args, **kwargs))
-
-        call.__signature__ = self._bound_signature  # type: ignore[attr-defined]
-        return call
-
-    def __call__(self, client: SessiondSyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return client.run(self.method(client.aclient, *args, **kwargs))
-
-
-class SessiondSyncClient:
+class SessiondSyncClient(BlockingMethods):
     """Blocking twin of :class:`SessiondClient` (same typed methods, same results and errors).
 
     Create it with :meth:`connect` / :func:`connect_sync`, :meth:`connect_tcp` or :meth:`spawn`.
@@ -359,48 +327,13 @@ class SessiondSyncClient:
             with contextlib.suppress(Exception):
                 self.run(pages.aclose(), timeout=5)
 
-    # ------------------------------------------------------------------ the typed methods
-    # One per protocol method, as in SessiondClient (a test checks that none is missing and
-    # that the signatures are the same); the type checker sees their parameters and results.
+    # ------------------------------------------------------------------ conveniences
+    # The typed methods, one per protocol method, are inherited (generated: methods.py).
 
-    initialize = _Blocking(SessiondClient.initialize)
-    shutdown = _Blocking(SessiondClient.shutdown)
-    daemon_status = _Blocking(SessiondClient.daemon_status)
-    session_new = _Blocking(SessiondClient.session_new)
-    session_load = _Blocking(SessiondClient.session_load)
-    session_list = _Blocking(SessiondClient.session_list)
-    session_close = _Blocking(SessiondClient.session_close)
-    session_delete = _Blocking(SessiondClient.session_delete)
-    session_subscribe = _Blocking(SessiondClient.session_subscribe)
-    session_unsubscribe = _Blocking(SessiondClient.session_unsubscribe)
-    session_append = _Blocking(SessiondClient.session_append)
-    session_entries = _Blocking(SessiondClient.session_entries)
-    session_set_name = _Blocking(SessiondClient.session_set_name)
-    session_fork = _Blocking(SessiondClient.session_fork)
-    session_configure = _Blocking(SessiondClient.session_configure)
-    tree_get = _Blocking(SessiondClient.tree_get)
-    tree_branch = _Blocking(SessiondClient.tree_branch)
-    tree_navigate = _Blocking(SessiondClient.tree_navigate)
-    tree_label = _Blocking(SessiondClient.tree_label)
-    context_get = _Blocking(SessiondClient.context_get)
-    context_usage = _Blocking(SessiondClient.context_usage)
-    context_edit = _Blocking(SessiondClient.context_edit)
-    compaction_prepare = _Blocking(SessiondClient.compaction_prepare)
-    compaction_commit = _Blocking(SessiondClient.compaction_commit)
-    compaction_run = _Blocking(SessiondClient.compaction_run)
-    compaction_cancel = _Blocking(SessiondClient.compaction_cancel)
-    compaction_microcompact = _Blocking(SessiondClient.compaction_microcompact)
-    compaction_snip = _Blocking(SessiondClient.compaction_snip)
-    compaction_settings = _Blocking(SessiondClient.compaction_settings)
-    file_history_track = _Blocking(SessiondClient.file_history_track)
-    file_history_checkpoint = _Blocking(SessiondClient.file_history_checkpoint)
-    file_history_list = _Blocking(SessiondClient.file_history_list)
-    file_history_diff = _Blocking(SessiondClient.file_history_diff)
-    file_history_rewind = _Blocking(SessiondClient.file_history_rewind)
-    append = _Blocking(SessiondClient.append)
-    context = _Blocking(SessiondClient.context)
-    request = _Blocking(SessiondClient.request)
-    notify = _Blocking(SessiondClient.notify)
+    append = Blocking(SessiondClient.append)
+    context = Blocking(SessiondClient.context)
+    request = Blocking(SessiondClient.request)
+    notify = Blocking(SessiondClient.notify)
 
 
 def connect_sync(

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import inspect
 import logging
 import os
-import re
 import subprocess
 import weakref
 from collections import deque
@@ -34,9 +32,9 @@ from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, Unpack
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from sessiond_protocol import METHODS, NOTIFICATIONS, PROTOCOL_VERSION
+from sessiond_protocol import METHODS, NOTIFICATIONS, PROTOCOL_VERSION, ErrorCode
 from sessiond_protocol import methods as M
-from sessiond_protocol.models import Durability, Replacement, SessionSummary
+from sessiond_protocol.models import SessionSummary
 from sessiond_protocol.notifications import (
     LogMessage,
     Progress,
@@ -62,10 +60,12 @@ from .discovery import (
 from .errors import (
     ConnectionClosed,
     DaemonUnavailable,
+    ProtocolVersionMismatch,
     SessionNotFound,
     from_rpc_error,
-    invalid_params,
 )
+from .methods import METHOD_NAMES, Methods
+from .params import UNSET, EntryLike, JsonObject, Unset, arguments, build_params, python_name
 
 log = logging.getLogger("sessiond_client")
 
@@ -75,21 +75,6 @@ RECONNECTED = "reconnected"
 QUEUE_OVERFLOW = "the client's update queue overflowed"
 """``reason`` of the :class:`ResyncRequired` update a stream gets when it was read too slowly."""
 
-
-class _UnsetType(enum.Enum):
-    UNSET = "UNSET"
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET = _UnsetType.UNSET
-"""Leave a parameter out of the request (for the ones where omitted and ``None`` differ)."""
-Unset = Literal[_UnsetType.UNSET]
-
-JsonObject = Mapping[str, Any]
-EntryLike = JsonObject | BaseModel
-"""An entry to append: a dict (sent as it is) or an entry spec model from ``sessiond_protocol.models``."""
 
 SummarizeAnswer = SummarizeResult | str | Mapping[str, Any]
 """What a summarizer returns: a :class:`SummarizeResult`, its dict, or just the summary text."""
@@ -349,79 +334,22 @@ def _resync(session_id: str, reason: str) -> SessionUpdate:
     )
 
 
-# --------------------------------------------------------------------------- params
-
-
-def python_name(method: str) -> str:
-    """The typed method's name: ``session/setName`` -> ``session_set_name``."""
-    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", method.replace("/", "_"))
-    return snake.lower()
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_unset=True)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-_NULL_SENT: dict[str, frozenset[str]] = {}
-"""Per method, the fields whose typed argument defaults to ``UNSET``: there ``None`` means null."""
-
-
-def build_params(method: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The wire params of ``method`` from snake_case arguments, checked with its params model.
-
-    ``UNSET`` leaves a field out. ``None`` for an optional field whose default is null is left
-    out too (the same to the daemon) — except where the typed method defaults to ``UNSET``
-    (``parent_id``, ``expect_leaf_id``): there ``None`` is sent as null. Everything else is
-    sent as given.
-    """
-    model = METHODS[method].params
-    fields = model.model_fields
-    null_sent = _NULL_SENT.get(method, frozenset())
-    wire: dict[str, Any] = {}
-    for name, value in args.items():
-        if value is UNSET:
-            continue
-        key = _camel(name)
-        info = fields[key]
-        if value is None and not info.is_required() and info.default is None and key not in null_sent:
-            continue
-        wire[key] = _jsonable(value)
-    try:
-        model.model_validate(wire)
-    except ValidationError as exc:
-        raise invalid_params(exc, wire, method) from None
-    return wire
-
-
-def _args(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k not in ("self", "__class__")}
-
-
-def _rpc(method: str) -> Callable[[F], F]:
-    """Mark a typed method as the one for ``method`` (and document it from the protocol)."""
-
-    def mark(fn: F) -> F:
-        fn.__sessiond_method__ = method  # type: ignore[attr-defined]
-        parameters = inspect.signature(fn).parameters.values()
-        _NULL_SENT[method] = frozenset(_camel(p.name) for p in parameters if p.default is UNSET)
-        if fn.__doc__ is None:
-            fn.__doc__ = f"``{method}``: {METHODS[method].summary}"
-        return fn
-
-    return mark
+def _check_version(result: M.InitializeResult) -> None:
+    """A daemon that accepted ``initialize`` but speaks another protocol version is refused here
+    (one older than the version rule would not have refused the client itself)."""
+    if result.protocolVersion == PROTOCOL_VERSION:
+        return
+    server = result.serverInfo
+    newer = result.protocolVersion > PROTOCOL_VERSION
+    raise ProtocolVersionMismatch(
+        ErrorCode.PROTOCOL_VERSION_MISMATCH,
+        f"Protocol version mismatch: this client (sessiond_client) speaks version {PROTOCOL_VERSION}, "
+        f"the daemon ({server.name} {server.version}) speaks version {result.protocolVersion}; "
+        f"upgrade the {'client' if newer else 'daemon'}",
+        {"clientVersion": PROTOCOL_VERSION, "serverVersion": result.protocolVersion},
+        method="initialize",
+        client_side=True,
+    )
 
 
 def _summary_answer(answer: Any) -> dict[str, Any]:
@@ -444,16 +372,17 @@ def _is_async_callable(fn: Any) -> bool:
 # --------------------------------------------------------------------------- the client
 
 
-class SessiondClient:
+class SessiondClient(Methods):
     """A typed connection to sessiond that can survive the daemon's restarts.
 
     Create it connected with :meth:`connect` (the store's Unix socket), :meth:`connect_tcp` or
     :meth:`spawn`; or unconnected with :meth:`unix`, :meth:`tcp`, :meth:`stdio`, register
-    handlers, then ``await client.open()`` / ``async with client``.
+    handlers, then ``await client.open()`` / ``async with client``. The typed methods, one per
+    protocol method (``session_append``, ``tree_get``...), are generated (``methods.py``).
     """
 
-    METHOD_NAMES: dict[str, str]
-    """Protocol method -> name of its typed method (filled in below)."""
+    METHOD_NAMES: ClassVar[dict[str, str]] = METHOD_NAMES
+    """Protocol method -> name of its typed method."""
 
     def __init__(
         self,
@@ -697,7 +626,9 @@ class SessiondClient:
                     "auth_token": self.connector.auth_token(),
                 },
             )
-            self.initialize_result = await self._send(client, "initialize", params)
+            result = await self._send(client, "initialize", params)
+            _check_version(result)
+            self.initialize_result = result
             await client.notify("initialized", {})
             self._summarizer_declared = declare
             for sid in list(self._subscribed):
@@ -759,6 +690,9 @@ class SessiondClient:
         while not self._closing:
             try:
                 client = await self._establish()
+            except ProtocolVersionMismatch as exc:  # the daemon was upgraded: retrying cannot help
+                self._terminate(ConnectionClosed(f"could not reconnect to sessiond: {exc.message}"))
+                return
             except Exception as exc:  # not there yet (refused, starting, initializing): retry
                 last = exc
             else:
@@ -959,8 +893,21 @@ class SessiondClient:
         return spec.result.model_validate(raw)
 
     async def _call(self, method: str, args: dict[str, Any]) -> Any:
-        params = build_params(method, _args(args))
-        return await self._send(await self._current(), method, params)
+        params = build_params(method, arguments(args))
+        result = await self._send(await self._current(), method, params)
+        self._follow(method, params, result)
+        return result
+
+    def _follow(self, method: str, params: dict[str, Any], result: Any) -> None:
+        """Keep track of the subscriptions a reconnection restores."""
+        if method == "session/subscribe" or (
+            method in ("session/new", "session/load") and params.get("subscribe")
+        ):
+            self._subscribed[result.sessionId] = None
+        elif method in ("session/close", "session/delete", "session/unsubscribe"):
+            self._subscribed.pop(params["sessionId"], None)
+        elif method == "session/list" and params.get("subscribe"):
+            self._list_subscribed = True
 
     async def request(self, method: str, params: Any = None) -> Any:
         """Send any request as raw JSON (no checks, no parsing); errors are still mapped."""
@@ -978,73 +925,7 @@ class SessiondClient:
         """Send a notification as raw JSON."""
         await (await self._current()).notify(method, params)
 
-    # ------------------------------------------------------------------ lifecycle methods
-
-    @_rpc("initialize")
-    async def initialize(
-        self,
-        *,
-        protocol_version: int = PROTOCOL_VERSION,
-        client_info: M.ClientInfo | JsonObject | None = None,
-        capabilities: M.ClientCapabilities | JsonObject | None = None,
-        auth_token: str | None = None,
-    ) -> M.InitializeResult:
-        """``initialize``: done by :meth:`open` (and after each reconnection); the daemon refuses
-        a second one on the same connection (:class:`~sessiond_client.errors.InvalidRequest`)."""
-        result: M.InitializeResult = await self._call("initialize", locals())
-        return result
-
-    @_rpc("shutdown")
-    async def shutdown(self) -> None:
-        await self._call("shutdown", locals())
-
-    @_rpc("daemon/status")
-    async def daemon_status(self) -> M.DaemonStatusResult:
-        """``daemon/status``: pid, version, uptime, store, socket, open sessions, connected clients."""
-        result: M.DaemonStatusResult = await self._call("daemon/status", locals())
-        return result
-
-    # ------------------------------------------------------------------ session
-
-    @_rpc("session/new")
-    async def session_new(
-        self,
-        cwd: str | os.PathLike[str],
-        *,
-        session_id: str | None = None,
-        parent_session: str | None = None,
-        subscribe: bool = False,
-    ) -> M.NewResult:
-        result: M.NewResult = await self._call("session/new", locals())
-        if subscribe:
-            self._subscribed[result.sessionId] = None
-        return result
-
-    @_rpc("session/load")
-    async def session_load(
-        self, session_id: str, *, subscribe: bool = False, work_done_token: str | int | None = None
-    ) -> M.LoadResult:
-        result: M.LoadResult = await self._call("session/load", locals())
-        if subscribe:
-            self._subscribed[result.sessionId] = None
-        return result
-
-    @_rpc("session/list")
-    async def session_list(
-        self,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
-        format: Literal["pi", "claude-code", "codex", "opencode"] | None = None,
-        subscribe: bool = False,
-        cursor: str | None = None,
-        limit: int = 50,
-        work_done_token: str | int | None = None,
-    ) -> M.ListResult:
-        result: M.ListResult = await self._call("session/list", locals())
-        if subscribe:
-            self._list_subscribed = True
-        return result
+    # ------------------------------------------------------------------ conveniences
 
     async def iter_sessions(
         self,
@@ -1064,284 +945,8 @@ class SessiondClient:
                 return
             cursor = page.nextCursor
 
-    @_rpc("session/close")
-    async def session_close(self, session_id: str) -> M.EmptyResult:
-        result: M.EmptyResult = await self._call("session/close", locals())
-        self._subscribed.pop(session_id, None)
-        return result
-
-    @_rpc("session/delete")
-    async def session_delete(self, session_id: str) -> M.DeleteResult:
-        result: M.DeleteResult = await self._call("session/delete", locals())
-        self._subscribed.pop(session_id, None)
-        return result
-
-    @_rpc("session/subscribe")
-    async def session_subscribe(self, session_id: str) -> M.LoadResult:
-        result: M.LoadResult = await self._call("session/subscribe", locals())
-        self._subscribed[result.sessionId] = None
-        return result
-
-    @_rpc("session/unsubscribe")
-    async def session_unsubscribe(self, session_id: str) -> M.EmptyResult:
-        result: M.EmptyResult = await self._call("session/unsubscribe", locals())
-        self._subscribed.pop(session_id, None)
-        return result
-
-    @_rpc("session/append")
-    async def session_append(
-        self,
-        session_id: str,
-        entries: Sequence[EntryLike],
-        *,
-        parent_id: str | Unset | None = UNSET,
-        expect_leaf_id: str | Unset | None = UNSET,
-        durability: Durability | None = None,
-    ) -> M.AppendResult:
-        """``session/append``: append a batch of entries, written at once or not at all.
-
-        ``parent_id``: omitted, the current leaf; ``None``, a new root. ``expect_leaf_id``:
-        omitted, no check; else append only if the leaf is still that (``None``: no leaf) —
-        otherwise :class:`~sessiond_client.errors.LeafMismatch` with ``current_leaf_id``.
-        """
-        result: M.AppendResult = await self._call("session/append", locals())
-        return result
-
-    append = session_append
-
-    @_rpc("session/entries")
-    async def session_entries(
-        self, session_id: str, *, offset: int | None = None, after_id: str | None = None, limit: int = 100
-    ) -> M.EntriesResult:
-        result: M.EntriesResult = await self._call("session/entries", locals())
-        return result
-
-    @_rpc("session/setName")
-    async def session_set_name(
-        self, session_id: str, name: str, *, durability: Durability | None = None
-    ) -> M.SetNameResult:
-        result: M.SetNameResult = await self._call("session/setName", locals())
-        return result
-
-    @_rpc("session/fork")
-    async def session_fork(
-        self, session_id: str, entry_id: str, *, position: Literal["before", "at"] = "before"
-    ) -> M.ForkResult:
-        result: M.ForkResult = await self._call("session/fork", locals())
-        return result
-
-    @_rpc("session/configure")
-    async def session_configure(
-        self, session_id: str, *, context_window: int | None = None
-    ) -> M.ConfigureResult:
-        """``session/configure``: override the session's context window (``None`` resets it)."""
-        result: M.ConfigureResult = await self._call("session/configure", locals())
-        return result
-
-    # ------------------------------------------------------------------ tree
-
-    @_rpc("tree/get")
-    async def tree_get(self, session_id: str, *, work_done_token: str | int | None = None) -> M.TreeResult:
-        result: M.TreeResult = await self._call("tree/get", locals())
-        return result
-
-    @_rpc("tree/branch")
-    async def tree_branch(
-        self, session_id: str, *, entry_id: str | None = None, full: bool = False
-    ) -> M.BranchResult:
-        result: M.BranchResult = await self._call("tree/branch", locals())
-        return result
-
-    @_rpc("tree/navigate")
-    async def tree_navigate(
-        self,
-        session_id: str,
-        target_id: str | None,
-        *,
-        summary: str | None = None,
-        summary_details: Any = None,
-        label: str | None = None,
-        durability: Durability | None = None,
-    ) -> M.NavigateResult:
-        result: M.NavigateResult = await self._call("tree/navigate", locals())
-        return result
-
-    @_rpc("tree/label")
-    async def tree_label(
-        self, session_id: str, entry_id: str, label: str | None, *, durability: Durability | None = None
-    ) -> M.LabelResult:
-        result: M.LabelResult = await self._call("tree/label", locals())
-        return result
-
-    # ------------------------------------------------------------------ context
-
-    @_rpc("context/get")
-    async def context_get(self, session_id: str, *, leaf_id: str | None = None) -> M.ContextResult:
-        result: M.ContextResult = await self._call("context/get", locals())
-        return result
-
-    context = context_get
-
-    @_rpc("context/usage")
-    async def context_usage(self, session_id: str) -> M.UsageResult:
-        result: M.UsageResult = await self._call("context/usage", locals())
-        return result
-
-    @_rpc("context/edit")
-    async def context_edit(
-        self,
-        session_id: str,
-        target_id: str,
-        replacement: Replacement | JsonObject | None,
-        *,
-        durability: Durability | None = None,
-    ) -> M.EditResult:
-        result: M.EditResult = await self._call("context/edit", locals())
-        return result
-
-    # ------------------------------------------------------------------ compaction
-
-    @_rpc("compaction/prepare")
-    async def compaction_prepare(
-        self,
-        session_id: str,
-        *,
-        keep_recent_tokens: int | None = None,
-        reserve_tokens: int | None = None,
-        custom_instructions: str | None = None,
-    ) -> M.PrepareResult:
-        result: M.PrepareResult = await self._call("compaction/prepare", locals())
-        return result
-
-    @_rpc("compaction/commit")
-    async def compaction_commit(
-        self,
-        session_id: str,
-        summary: str,
-        first_kept_entry_id: str | None,
-        tokens_before: int,
-        *,
-        preparation_id: str | None = None,
-        details: Any = None,
-        usage: JsonObject | None = None,
-        from_hook: bool | None = None,
-        durability: Durability | None = None,
-    ) -> M.CompactionResult:
-        result: M.CompactionResult = await self._call("compaction/commit", locals())
-        return result
-
-    @_rpc("compaction/run")
-    async def compaction_run(
-        self,
-        session_id: str,
-        *,
-        reason: Literal["manual", "threshold", "overflow"] = "manual",
-        summarizer: Literal["auto", "client", "command", "http", "extractive"] = "auto",
-        keep_recent_tokens: int | None = None,
-        reserve_tokens: int | None = None,
-        custom_instructions: str | None = None,
-        work_done_token: str | int | None = None,
-    ) -> M.CompactionResult:
-        """``compaction/run``: compact now. Cancelling the awaiting task sends ``$/cancelRequest``:
-        the daemon stops the compaction (nothing is written) and cancels its summarizer request."""
-        result: M.CompactionResult = await self._call("compaction/run", locals())
-        return result
-
-    @_rpc("compaction/cancel")
-    async def compaction_cancel(self, session_id: str) -> M.CancelResult:
-        result: M.CancelResult = await self._call("compaction/cancel", locals())
-        return result
-
-    @_rpc("compaction/microcompact")
-    async def compaction_microcompact(
-        self,
-        session_id: str,
-        *,
-        keep_recent: int | None = None,
-        tools: Sequence[str] | None = None,
-        dry_run: bool = False,
-        durability: Durability | None = None,
-    ) -> M.MicrocompactResult:
-        result: M.MicrocompactResult = await self._call("compaction/microcompact", locals())
-        return result
-
-    @_rpc("compaction/snip")
-    async def compaction_snip(
-        self,
-        session_id: str,
-        from_entry_id: str,
-        to_entry_id: str,
-        *,
-        dry_run: bool = False,
-        durability: Durability | None = None,
-    ) -> M.SnipResult:
-        result: M.SnipResult = await self._call("compaction/snip", locals())
-        return result
-
-    @_rpc("compaction/settings")
-    async def compaction_settings(
-        self, session_id: str, *, set: JsonObject | None = None
-    ) -> M.SettingsResult:
-        """``compaction/settings``: the session's settings; ``set`` changes some (camelCase keys,
-        ``None`` values reset to the default)."""
-        result: M.SettingsResult = await self._call("compaction/settings", locals())
-        return result
-
-    # ------------------------------------------------------------------ file history
-
-    @_rpc("fileHistory/track")
-    async def file_history_track(
-        self,
-        session_id: str,
-        path: str | os.PathLike[str],
-        *,
-        message_id: str | None = None,
-        phase: Literal["before", "after"] = "before",
-    ) -> M.TrackResult:
-        result: M.TrackResult = await self._call("fileHistory/track", locals())
-        return result
-
-    @_rpc("fileHistory/checkpoint")
-    async def file_history_checkpoint(self, session_id: str, message_id: str) -> M.CheckpointResult:
-        result: M.CheckpointResult = await self._call("fileHistory/checkpoint", locals())
-        return result
-
-    @_rpc("fileHistory/list")
-    async def file_history_list(self, session_id: str) -> M.FileHistoryListResult:
-        result: M.FileHistoryListResult = await self._call("fileHistory/list", locals())
-        return result
-
-    @_rpc("fileHistory/diff")
-    async def file_history_diff(
-        self, session_id: str, message_id: str, *, path: str | os.PathLike[str] | None = None
-    ) -> M.DiffResult:
-        result: M.DiffResult = await self._call("fileHistory/diff", locals())
-        return result
-
-    @_rpc("fileHistory/rewind")
-    async def file_history_rewind(
-        self,
-        session_id: str,
-        message_id: str,
-        *,
-        dry_run: bool = False,
-        force: bool = False,
-        conversation: bool = False,
-    ) -> M.RewindResult:
-        result: M.RewindResult = await self._call("fileHistory/rewind", locals())
-        return result
-
-
-def _method_names() -> dict[str, str]:
-    names: dict[str, str] = {}
-    for attr, value in vars(SessiondClient).items():
-        method = getattr(value, "__sessiond_method__", None)
-        if method is not None and attr == python_name(method):
-            names[method] = attr
-    return names
-
-
-SessiondClient.METHOD_NAMES = _method_names()
+    append = Methods.session_append
+    context = Methods.context_get
 
 
 async def connect(
@@ -1361,11 +966,14 @@ __all__ = [
     "UNSET",
     "ClientOptions",
     "DaemonUnavailable",
+    "EntryLike",
+    "JsonObject",
     "ModelStream",
     "Notification",
     "NotificationStream",
     "SessiondClient",
     "Subscription",
+    "Unset",
     "UpdateStream",
     "build_params",
     "connect",

@@ -12,6 +12,7 @@ import {
 import { ClientErrorCodes, SessiondError } from "./errors.js";
 import { defaultSocketPath, type SocketDiscoveryOptions } from "./discovery.js";
 import {
+  ErrorCodes,
   METHODS,
   PROTOCOL_VERSION,
   bindMethods,
@@ -252,6 +253,19 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
       ...(options.authToken !== undefined ? { authToken: options.authToken } : {}),
     };
     const result = await this.send("initialize", params, undefined, duringReconnect);
+    if (result.protocolVersion !== PROTOCOL_VERSION) {
+      // A daemon without the version rule accepted us but speaks another version: refuse it.
+      const server = result.serverInfo;
+      const newer = result.protocolVersion > PROTOCOL_VERSION;
+      throw new SessiondError(
+        ErrorCodes.PROTOCOL_VERSION_MISMATCH,
+        `Protocol version mismatch: this client (@sessiond/client ${CLIENT_VERSION}) speaks version ` +
+          `${PROTOCOL_VERSION}, the daemon (${server.name} ${server.version}) speaks version ` +
+          `${result.protocolVersion}; upgrade the ${newer ? "client" : "daemon"}`,
+        { clientVersion: PROTOCOL_VERSION, serverVersion: result.protocolVersion },
+        "initialize",
+      );
+    }
     await this.conn?.sendNotification("initialized", {});
     return result;
   }

@@ -37,7 +37,8 @@ export interface RewindFile {
 /** One element of `fileHistory/diff`'s `files`. */
 export interface FileDiff {
   path: string;
-  changed: boolean;
+  /** null: the file cannot be read now (`error` says why), so whether it changed is unknown. */
+  changed: boolean | null;
   binary: boolean;
   tooLarge: boolean;
   added: number;
@@ -45,9 +46,9 @@ export interface FileDiff {
   /** Unified diff; null when binary, too large or failed. */
   diff: string | null;
   oldSize: number;
-  newSize: number;
+  newSize: number | null;
   from: FileState;
-  to: FileState;
-  error?: string;
+  to: FileState | null;
+  error?: string | null;
   [key: string]: unknown;
 }

@@ -25,8 +25,9 @@ from sessiond_client import (
     errors,
 )
 from sessiond_client.discovery import default_store, socket_path, token_path
+from sessiond_client.params import _camel
 from sessiond_client.sync import SyncStream
-from sessiond_client.typed import _camel, _Stream, build_params, python_name
+from sessiond_client.typed import _Stream, build_params, python_name
 from sessiond_protocol import METHODS, NOTIFICATIONS, ErrorCode
 from sessiond_protocol.notifications import SERVER_REQUESTS, LogMessage
 
@@ -56,8 +57,8 @@ def test_every_method_has_a_typed_method(method: str) -> None:
     # And the blocking twin has it too, with the same signature.
     twin = getattr(SessiondSyncClient, name)
     assert inspect.signature(twin) == inspect.signature(fn)
-    # ...declared in its class body, so type checkers see its parameters and result too.
-    assert vars(SessiondSyncClient)[name].method is fn
+    # ...declared in a class body (not added at run time), so type checkers see it too.
+    assert inspect.getattr_static(SessiondSyncClient, name).method is fn
 
 
 def test_no_typed_method_without_a_protocol_method() -> None:

@@ -89,6 +89,7 @@ NODE_TESTS = {
     "socket.test.js": 6,  # initialize, sessions + typed updates, context, progress, errors, abort
     "summarize.test.js": 3,  # compaction/summarize answered, cancellation -32800, timeoutMs
     "stdio.test.js": 4,  # connectStdio through `sessiond connect`; connection failures
+    "version.test.js": 2,  # another protocol version: refused by the client, by the daemon
 }
 
 

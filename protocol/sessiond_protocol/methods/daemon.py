@@ -1,0 +1,93 @@
+"""The daemon itself: ``daemon/status`` (what ``sessiond status`` shows)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..models import Result
+from .base import Empty, MethodSpec
+
+
+class StatusClient(Result):
+    id: int = Field(description="The connection's number in this daemon.")
+    peer: str = Field(description="How it is connected: `unix uid=…`, `tcp (host, port)`, `stdio`.")
+    name: str | None = Field(None, description="`initialize.clientInfo.name`.")
+    version: str | None = None
+    connectedAt: str = Field(description="ISO 8601, UTC.")
+    subscriptions: list[str] = Field(description="Session ids it subscribed to.")
+    current: bool = Field(False, description="This is the connection that asked.")
+
+
+class StatusSession(Result):
+    sessionId: str
+    path: str
+    root: str = Field(description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
+    format: str
+    readOnly: bool
+    subscribers: int
+    users: int = Field(description="Connections that used it since it was opened (subscribed or not).")
+
+
+class DaemonStatusResult(Result):
+    pid: int
+    version: str
+    protocolVersion: int
+    startedAt: str = Field(description="ISO 8601, UTC.")
+    uptimeSeconds: float
+    store: str
+    socket: str | None = Field(description="The Unix socket it listens on (null with `--stdio`).")
+    tcp: str | None = Field(None, description="`host:port` when it also listens on loopback TCP.")
+    log: str | None = Field(
+        None,
+        description="The file its log goes to, when it is a file (a daemon started by the CLI or `connect`).",
+    )
+    sessions: list[StatusSession] = Field(description="Open sessions.")
+    clients: list[StatusClient] = Field(description="Open connections, the asking one included.")
+
+
+METHODS: dict[str, MethodSpec] = {
+    m.name: m
+    for m in [
+        MethodSpec(
+            "daemon/status",
+            Empty,
+            DaemonStatusResult,
+            "The daemon itself: pid, version, uptime, store, socket, open sessions and connected clients (what `sessiond status` shows).",
+            (),
+            {},
+            {
+                "pid": 4242,
+                "version": "0.1.0",
+                "protocolVersion": 1,
+                "startedAt": "2026-07-29T09:00:00.000Z",
+                "uptimeSeconds": 3600.5,
+                "store": "/home/dev/.local/share/sessiond",
+                "socket": "/run/user/1000/sessiond/sessiond.sock",
+                "tcp": None,
+                "log": "/home/dev/.local/share/sessiond/daemon.log",
+                "sessions": [
+                    {
+                        "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001",
+                        "path": "/home/dev/.local/share/sessiond/sessions/--home-dev-webapp--/2026-07-29T09-00-00-000Z_019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001.jsonl",
+                        "root": "sessiond",
+                        "format": "pi",
+                        "readOnly": False,
+                        "subscribers": 1,
+                        "users": 1,
+                    }
+                ],
+                "clients": [
+                    {
+                        "id": 3,
+                        "peer": "unix uid=1000",
+                        "name": "my-editor",
+                        "version": "1.0",
+                        "connectedAt": "2026-07-29T09:10:00.000Z",
+                        "subscriptions": ["019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001"],
+                        "current": False,
+                    }
+                ],
+            },
+        ),
+    ]
+}

@@ -1,0 +1,79 @@
+"""The connection's lifecycle: ``initialize`` (version, client info, capabilities) and ``shutdown``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..errors import ErrorCode as C
+from ..models import Open, Params, Result
+from .base import Empty, MethodSpec
+
+
+class ClientInfo(Params):
+    name: str
+    version: str | None = None
+
+
+class NotificationOptions(Params):
+    optOut: list[str] = Field(
+        default_factory=list,
+        description="Notification methods or `session/update` kinds (e.g. `usage_update`) not to send.",
+    )
+
+
+class ClientCapabilities(Params):
+    notifications: NotificationOptions | None = None
+    summarizer: bool = Field(False, description="The client can answer `compaction/summarize` requests.")
+
+
+class InitializeParams(Params):
+    protocolVersion: int = Field(ge=1, description="The protocol version the client speaks (1).")
+    clientInfo: ClientInfo | None = None
+    capabilities: ClientCapabilities | None = None
+    authToken: str | None = Field(
+        None, description="Required on TCP: the content of the server's token file."
+    )
+
+
+class ServerInfo(Result):
+    name: str
+    version: str
+
+
+class InitializeResult(Result):
+    protocolVersion: int
+    serverInfo: ServerInfo
+    capabilities: Open
+
+
+METHODS: dict[str, MethodSpec] = {
+    m.name: m
+    for m in [
+        MethodSpec(
+            "initialize",
+            InitializeParams,
+            InitializeResult,
+            "Start the connection: protocol version, client info and capabilities (incl. notification opt-out).",
+            (C.INVALID_PARAMS,),
+            {
+                "protocolVersion": 1,
+                "clientInfo": {"name": "my-editor", "version": "1.0"},
+                "capabilities": {"notifications": {"optOut": ["usage_update"]}},
+            },
+            {
+                "protocolVersion": 1,
+                "serverInfo": {"name": "sessiond", "version": "0.1.0"},
+                "capabilities": {"framing": ["content-length", "ndjson"]},
+            },
+        ),
+        MethodSpec(
+            "shutdown",
+            Empty,
+            None,
+            "Prepare to close: no more requests are accepted on this connection.",
+            (),
+            {},
+            None,
+        ),
+    ]
+}

@@ -28,6 +28,7 @@ from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
 from ..store.journal import Durability
 from ..store.listing import ListingCache
+from ..store.memory import BUDGET
 from ..store.session import Session
 from . import views
 from .catalog import Catalog, Listed
@@ -71,6 +72,7 @@ class Service:
         registry.on_close.append(lambda host: self.file_history.forget(host.id))
         registry.on_forget.append(self.compactor.forget)
         registry.on_forget.append(self.settings.forget)
+        BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
         self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ the registry's

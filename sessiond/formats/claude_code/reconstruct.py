@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -174,22 +175,7 @@ def _select_leaf(t: ClaudeTranscript, g: Graph, rule: str) -> tuple[str | None, 
         for u in live:
             if u in has_child:
                 continue
-            path: list[str] = []
-            seen: set[str] = set()
-            cur: str | None = u
-            found: str | None = None
-            while cur is not None and cur in live_set and cur not in seen:
-                if cur in nearest:
-                    found = nearest[cur]
-                    break
-                if chain[cur].get("type") in (USER, ASSISTANT):
-                    found = cur
-                    break
-                seen.add(cur)
-                path.append(cur)
-                cur = g.parent[cur]
-            for p in path:
-                nearest[p] = found
+            found, _ = walk_to_message(u, chain, g.parent, live_set, nearest)
             if found is not None:
                 leaves.add(found)
         cands = [u for u in live if u in leaves]
@@ -222,10 +208,50 @@ def _newest(g: Graph, cands: list[str]) -> tuple[str | None, bool]:
     return best, False
 
 
+def walk_to_message(
+    start: str,
+    chain: Mapping[str, Mapping[str, Any]],
+    parent: Mapping[str, str | None],
+    live: AbstractSet[str],
+    nearest: dict[str, str | None],
+) -> tuple[str | None, str | None]:
+    """From ``start`` up the parents to the nearest user/assistant entry among ``live``: that entry
+    (None when the walk leaves ``live``, loops, or meets a memo of None) and where the walk
+    stopped. Every entry passed on the way is memoised in ``nearest``, so a later walk through
+    them stops at once; shared by the cold leaf rule and the live one."""
+    path: list[str] = []
+    seen: set[str] = set()
+    cur: str | None = start
+    found: str | None = None
+    while cur is not None and cur in live and cur not in seen:
+        if cur in nearest:
+            found = nearest[cur]
+            break
+        if chain[cur].get("type") in (USER, ASSISTANT):
+            found = cur
+            break
+        seen.add(cur)
+        path.append(cur)
+        cur = parent[cur]
+    for p in path:
+        nearest[p] = found
+    return found, cur
+
+
 def _walk(
     t: ClaudeTranscript, g: Graph, leaf: str | None
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """Parent walk from ``leaf`` (a loop with a seen-set), reversed to root -> leaf."""
+    """Parent walk from ``leaf``, reversed to root -> leaf."""
+    out, missing, cycles = walk_up(t, g, leaf)
+    out.reverse()
+    return out, missing, cycles
+
+
+def walk_up(
+    t: ClaudeTranscript, g: Graph, leaf: str | None
+) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """Parent walk from ``leaf`` (a loop with a seen-set), leaf first; with the missing parents
+    and the cycles it ran into. Shared with the live chain, which keeps it leaf first."""
     out: list[str] = []
     missing: list[dict[str, Any]] = []
     cycles: list[str] = []
@@ -247,7 +273,6 @@ def _walk(
             missing.append(_missing_parent(t, g, cur, p))
             break
         cur = p
-    out.reverse()
     return out, missing, cycles
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..graph import Graph
-from ..reconstruct import _missing_parent
+from ..reconstruct import walk_up
 from ..records import ClaudeTranscript
 
 
@@ -216,25 +216,5 @@ class ResumedChain:
         return out, -1
 
     def _walk(self, leaf: str | None) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-        """The parent walk from ``leaf`` (leaf first), as :func:`~..reconstruct._walk` does it."""
-        g = self.g
-        out: list[str] = []
-        missing: list[dict[str, Any]] = []
-        cycles: list[str] = []
-        seen: set[str] = set()
-        pruned = g.pruned if leaf not in g.pruned else set()
-        cur = leaf
-        while cur is not None:
-            if cur in seen:
-                cycles.append(cur)
-                break
-            seen.add(cur)
-            out.append(cur)
-            p = g.parent[cur]
-            if p is None:
-                break
-            if p not in g.parent or p in pruned:
-                missing.append(_missing_parent(self.t, g, cur, p))
-                break
-            cur = p
-        return out, missing, cycles
+        """The parent walk from ``leaf`` (leaf first), exactly the cold reconstruction's."""
+        return walk_up(self.t, self.g, leaf)

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..graph import Graph
+from ..reconstruct import walk_to_message
 from ..records import ASSISTANT, PROGRESS, USER
 
 
@@ -78,22 +79,7 @@ class LeafIndex:
         for u in order:
             if u in nearest:
                 continue
-            path: list[str] = []
-            seen: set[str] = set()
-            cur: str | None = u
-            found: str | None = None
-            while cur is not None and cur in live_set and cur not in seen:
-                if cur in nearest:
-                    found = nearest[cur]
-                    break
-                if chain[cur].get("type") in (USER, ASSISTANT):
-                    found = cur
-                    break
-                seen.add(cur)
-                path.append(cur)
-                cur = g.parent[cur]
-            for p in path:
-                nearest[p] = found
+            found, cur = walk_to_message(u, chain, g.parent, live_set, nearest)
             if cur is not None and found == cur and cur not in nearest:
                 nearest[cur] = cur
         children = self.children

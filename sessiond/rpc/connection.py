@@ -89,6 +89,8 @@ class Connection:
             else reader
         )
         self._writer = writer
+        self._joins = isinstance(reader, asyncio.StreamReader)
+        """A byte stream: queued messages may be joined into one write."""
         self._auth_token = auth_token
         self._on_close = on_close
         self._context = {MAX_ENTRIES_PER_APPEND: limits.max_entries_per_append}
@@ -187,8 +189,16 @@ class Connection:
         try:
             while True:
                 await self._out_ready.wait()
-                while self._out:
-                    data = self._out.popleft()
+                out = self._out
+                while out:
+                    # Everything queued since the last write goes out in one write() (answers and
+                    # notifications of one loop tick: one syscall, not one per message); a
+                    # transport that frames each message itself (a WebSocket) gets them one by one.
+                    if len(out) == 1 or not self._joins:
+                        data = out.popleft()
+                    else:
+                        data = b"".join(out)
+                        out.clear()
                     self._out_bytes -= len(data)
                     writer.write(data)
                 self._out_ready.clear()

@@ -23,6 +23,12 @@ Sections (every ratio is against a reference measured in the same run, on the sa
    with SIGTERM, which must write the profile): top functions by own and cumulative time, and
    own time grouped by component. The profile is kept as ``benchmarks/out/rpc-daemon.prof``.
 
+6. ``--hops`` - one buffered append taken apart in a fresh process (``benchmarks/append_hops.py``):
+   each hop (read + frame, parse, validate, the handler and its parts: store, compaction
+   checks, publish; encode, socket write) called on its own, in CPU time, and the whole
+   request through a ``Connection``; the difference is what only runs inside the connection
+   (its checks, pygls' task, the event loop's wake-ups).
+
 Every row also reports the CPU the rest of the machine used meanwhile (``other``): on a shared
 2-core machine a busy neighbour shows up there rather than as an unexplained slowdown.
 
@@ -376,7 +382,11 @@ async def asyncio_client_child(cfg: dict[str, Any]) -> dict[str, Any]:
 def child(argv: list[str]) -> int:
     """A process of this benchmark: ``_client CFG`` (a writer or the subscriber) or ``_floor CFG``."""
     kind, cfg = argv[0], json.loads(argv[1])
-    if kind == "_floor":
+    if kind == "_hops":
+        from benchmarks.append_hops import hops  # noqa: PLC0415
+
+        result = hops(cfg["n"])
+    elif kind == "_floor":
         result = floor_child(cfg)
     elif cfg["client"] == "raw":
         result = raw_client_child(cfg)
@@ -947,6 +957,11 @@ def print_report(res: dict[str, Any]) -> None:
     if res.get("profile"):
         print_profile(res["profile"], res["profileTop"])
 
+    if res.get("hops"):
+        from benchmarks.append_hops import print_hops  # noqa: PLC0415
+
+        print_hops(res["hops"])
+
 
 # --------------------------------------------------------------------------- main
 
@@ -984,6 +999,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="with --profile: profile the run with a subscriber (section 4, 8 writers) instead",
     )
     ap.add_argument("--profile-top", type=int, default=25, help="functions listed per profile table")
+    ap.add_argument(
+        "--hops",
+        action="store_true",
+        help="also time each hop of one buffered append in a fresh process (benchmarks/append_hops.py)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -1065,6 +1085,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res["notify"].append({"clients": n, **row})
 
         res["goals"] = verdicts(res)
+
+        if args.hops:
+            log("6. hops of one append, in process")
+            proc = subprocess.run(
+                module_command(BENCH.module, "_hops", json.dumps({"n": 1000 if args.quick else 2000})),
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"the hops child failed:\n{proc.stderr[-3000:]}")
+            res["hops"] = json.loads(proc.stdout.strip().splitlines()[-1])
 
         if args.profile:
             sub = args.profile_subscriber

@@ -260,11 +260,12 @@ async def _hops(n: int) -> dict[str, Any]:
         )
         row("  a no-op request the same way (session/unsubscribe)", noop, part=False)
         write_task.cancel()
+        entries = session.entry_count
 
     parts = sum(r["us"] for r in rows if r["part"])
     whole_us = next(r["us"] for r in rows if r["hop"].startswith("whole request"))
     in_process = sum(r["us"] for r in rows if r["part"] and not r["hop"].startswith(("read", "socket")))
-    return {"n": n, "rows": rows, "sumOfHops": parts, "rest": whole_us - in_process}
+    return {"n": n, "rows": rows, "sumOfHops": parts, "rest": whole_us - in_process, "entries": entries}
 
 
 async def _noop(conn: Any, writer: _Writer, loop: asyncio.AbstractEventLoop, sid: str, rid: int) -> None:
@@ -276,7 +277,8 @@ async def _noop(conn: Any, writer: _Writer, loop: asyncio.AbstractEventLoop, sid
 
 def print_hops(res: dict[str, Any]) -> None:
     print(f"\nhops: one buffered session/append, CPU us per append in one process ({res['n']} per round,")
-    print(f"median of {ROUNDS} rounds); indented rows are parts of the row above them")
+    print(f"median of {ROUNDS} rounds; the session grows to {res['entries']:,} entries on the way);")
+    print("indented rows are parts of the row above them")
     print(f"   {'hop':<72}{'us':>8}")
     for r in res["rows"]:
         print(f"   {r['hop']:<72}{r['us']:>8.1f}  {r['note']}")

@@ -35,7 +35,7 @@ from .cli_commands import register as register_session_commands
 from .cli_commands.base import (
     EXIT_INTERRUPTED,
     add_store_options,
-    neither_format,
+    not_a_session_message,
     path_problem,
     started_notice,
 )
@@ -276,7 +276,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         try:
             results.append(inspect_file(path, options))
         except NotASessionError as exc:
-            message = neither_format(path, exc.reason)
+            message = not_a_session_message(path, exc)
             print(f"sessiond inspect: {message}", file=sys.stderr)
             results.append({"file": path, "error": message})
             status = EXIT_BAD_INPUT

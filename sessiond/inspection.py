@@ -9,12 +9,18 @@ A Claude Code transcript is recognised by its first record and described with th
 where they make sense (``"format": "claude-code"``): the branch is the chain ``--resume``
 rebuilds, the context its messages, the tree every entry of every branch; ``claudeCode``
 adds the reconstruction diagnostics, the titles and the sub-agent transcripts.
+
+A Codex rollout (recognised by its first record) and an OpenCode session (a database session
+``<data>/opencode.db#<session id>``, or a session file of the older JSON store) are described
+the same way (``"format": "codex"`` / ``"opencode"``): the branch ends where the agent resumes,
+the context is what it would send, and ``agent`` holds the reader's diagnostics.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -58,6 +64,9 @@ def inspect_file(path: str, options: InspectOptions) -> dict[str, Any]:
         transcript = claude_files.load_transcript(path)
         subagents = claude_files.find_subagents(path, transcript)
         return describe_claude_code(transcript, options, file=os.path.abspath(path), subagents=subagents)
+    foreign = open_agent_session(path)
+    if foreign is not None:
+        return describe_foreign(foreign, options, file=os.path.abspath(path))
     loaded = load_session(path)
     return describe_session(loaded, options, file=os.path.abspath(path))
 
@@ -400,3 +409,80 @@ def _cc_brief(e: Any) -> dict[str, Any]:
     if brief["type"] == E.CUSTOM:
         brief["customType"] = get(e, "customType")
     return brief
+
+
+# --------------------------------------------------------------------------- Codex, OpenCode
+
+
+def open_agent_session(path: str | os.PathLike[str]) -> Any:
+    """A Codex rollout or an OpenCode session at ``path`` opened read-only, else ``None``."""
+    from .store.codex import CodexSession, is_codex_rollout  # noqa: PLC0415
+    from .store.opencode import OpenCodeSession, is_opencode_session_path  # noqa: PLC0415
+
+    if is_opencode_session_path(path):
+        return OpenCodeSession.open(Path(path))
+    if is_codex_rollout(path):
+        return CodexSession.open(Path(path))
+    return None
+
+
+def describe_foreign(session: Any, options: InspectOptions, file: str = "<memory>") -> dict[str, Any]:
+    """The ``inspect`` object for a Codex or OpenCode session (a store ``ForeignSession``)."""
+    estimator = get_estimator(options.estimator)
+    clip = _clipper(options.full)
+    loaded_leaf = session.leaf_id
+    if options.leaf == "null":
+        session.reset_leaf()
+    elif options.leaf is not None:
+        session.set_leaf(options.leaf)  # EntryNotFoundError for an unknown id
+    branch = session.branch()
+    projection = session.context()
+    messages = projection.messages
+    diagnostics = session.diagnostics.as_json()
+    result: dict[str, Any] = {
+        "file": file,
+        "format": diagnostics.get("format"),
+        "sessiondVersion": __version__,
+        "estimator": estimator.name,
+        "sessionId": session.id,
+        "cwd": session.cwd,
+        "entryCount": session.entry_count,
+        "sessionName": session.name,
+        "loadedLeafId": loaded_leaf,
+        "leafId": session.leaf_id,
+        "branchIds": [get(e, "id") for e in branch],
+        "branch": [_cc_brief(e) for e in branch],
+        "contextEntryIds": [get(p.source, "id") for p in projection.entries],
+        "projection": [
+            {"id": get(p.source, "id"), "type": get(p.source, "type"), "messages": len(p.messages)}
+            for p in projection.entries
+        ],
+        "context": {
+            "thinkingLevel": None,
+            "model": projection.settings.model,
+            "messages": [_describe_message(m, clip, estimator) for m in messages],
+            "llmRoles": [get(m, "role") for m in convert_to_llm(messages)],
+        },
+    }
+    roots = session.tree.tree()
+    result["tree"] = {"roots": [get(n.entry, "id") for n in roots], "nodes": count_nodes(roots), "labels": {}}
+    usage = session.context_usage(estimator)
+    result["usage"] = {**usage.as_json(), "contextWindow": session.native_context_window()}
+    if options.compaction:
+        settings = CompactionSettings(True, options.reserve, options.keep)
+        report: dict[str, Any] = {"settings": settings.as_json(), "estimateContextTokens": usage.as_json()}
+        if options.window:
+            report["shouldCompact"] = usage.tokens > options.window - settings.reserve_tokens
+        report["preparation"] = None
+        report["reason"] = "read_only_session"
+        result["compaction"] = report
+    td = session.tree.diagnostics()
+    result["diagnostics"] = {
+        "duplicateIds": td.duplicate_ids,
+        "orphans": td.orphans,
+        "selfParents": td.self_parents,
+        "cycles": td.cycles,
+        "entriesWithoutId": td.entries_without_id,
+    }
+    result["agent"] = {k: v for k, v in diagnostics.items() if k != "format"}
+    return result

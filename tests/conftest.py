@@ -40,12 +40,16 @@ def oracle_dir() -> Path | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _other_agents_dirs_isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Claude Code's and Pi's directories point into a temp dir for every test (and every daemon
-    a test starts): tests must never list or watch the real ones of the person running them."""
+    """Claude Code's, Pi's, Codex's and OpenCode's directories point into a temp dir for every
+    test (and every daemon a test starts): tests must never list or watch the real ones of the
+    person running them. (``XDG_DATA_HOME`` also moves the default store; tests name theirs.)"""
     base = tmp_path_factory.mktemp("agents")
-    saved = {k: os.environ.get(k) for k in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR")}
+    names = ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR", "CODEX_HOME", "XDG_DATA_HOME")
+    saved = {k: os.environ.get(k) for k in names}
     os.environ["CLAUDE_CONFIG_DIR"] = str(base / "claude")
     os.environ["PI_CODING_AGENT_DIR"] = str(base / "pi")
+    os.environ["CODEX_HOME"] = str(base / "codex")
+    os.environ["XDG_DATA_HOME"] = str(base / "data")
     yield None
     for k, v in saved.items():
         if v is None:

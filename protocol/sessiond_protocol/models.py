@@ -163,8 +163,11 @@ class SessionSummary(Result):
     updatedAt: str | None = Field(description="Time of the last user/assistant message (ISO).")
     messageCount: int
     parentSession: str | None
-    format: Literal["pi", "claude-code"] = "pi"
-    root: str = Field("sessiond", description="Where it lives: `sessiond` (the store), `pi`, `claude`.")
+    format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
+    root: str = Field(
+        "sessiond",
+        description="Where it lives: `sessiond` (the store), `pi`, `claude`, `codex`, `opencode`.",
+    )
     readOnly: bool = Field(False, description="Another agent's file: sessiond reads it, never writes it.")
 
 

@@ -12,6 +12,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.daemon` — ``status``, ``stop``
 * :mod:`.service` — ``service`` (a systemd user unit, a launchd agent)
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
+* :mod:`.export` — ``export``
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -23,7 +24,7 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
-    from . import changes, completion, daemon, doctor, rewind, service, sessions, tail, ui  # noqa: PLC0415
+    from . import changes, completion, daemon, doctor, export, rewind, service, sessions, tail, ui  # noqa: PLC0415
 
     sessions.register(sub)
     changes.register(sub)
@@ -34,3 +35,4 @@ def register(sub: Any) -> None:
     daemon.register(sub)
     service.register(sub)
     completion.register(sub)
+    export.register(sub)

@@ -362,7 +362,13 @@ async def resolve_session(client: Any, target: str) -> str:
 def looks_like_file(value: str) -> bool:
     """A FILE argument (a path) rather than a session id: something exists there (a file, or a
     directory or FIFO to be told about), or it has a slash or .jsonl."""
-    return os.path.lexists(value) or os.sep in value or value.endswith(".jsonl") or value.startswith("~")
+    return (
+        os.path.lexists(value)
+        or os.sep in value
+        or value.endswith(".jsonl")
+        or value.startswith("~")
+        or ".db#" in value  # <data>/opencode.db#<session id>
+    )
 
 
 def path_problem(path: str | os.PathLike[str]) -> str | None:
@@ -371,6 +377,11 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     import stat  # noqa: PLC0415
 
     shown = os.fspath(path)
+    from ..store.opencode import split_db_path  # noqa: PLC0415
+
+    database = split_db_path(Path(path))
+    if database is not None and database[0].is_file():
+        return None  # <data>/opencode.db#<session id>: a session inside OpenCode's database
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -405,7 +416,8 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
 NEITHER_FORMAT = (
     "a Pi session starts with a header line such as "
     '{"type":"session","version":3,"id":…}; a Claude Code transcript is lines of records '
-    "carrying uuid, parentUuid and sessionId"
+    "carrying uuid, parentUuid and sessionId; a Codex rollout starts with a session_meta "
+    "record; an OpenCode session is named <data>/opencode.db#<session id>"
 )
 
 
@@ -413,3 +425,13 @@ def neither_format(path: str | os.PathLike[str], reason: str) -> str:
     """The message for a file read as a session that is neither format sessiond knows."""
     shown = os.fspath(path)
     return f"{shown} is neither a Pi session nor a Claude Code transcript ({reason}): {NEITHER_FORMAT}"
+
+
+def not_a_session_message(path: str | os.PathLike[str], exc: Any) -> str:
+    """The message for a ``NotASessionError``: an OpenCode database that cannot be read says so
+    itself; any other file gets :func:`neither_format`."""
+    from ..store.opencode import UnreadableDatabaseError  # noqa: PLC0415
+
+    if isinstance(exc, UnreadableDatabaseError):
+        return str(exc.message)
+    return neither_format(path, exc.reason)

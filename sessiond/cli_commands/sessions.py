@@ -39,19 +39,24 @@ from .render import (
 from .sources import Source, catalog, daemon_or_none, open_source
 
 SUMMARY_ROLES = {"compactionSummary": "⟳ compaction summary", "branchSummary": "↳ branch summary"}
-SESSION_HELP = "a session id, or a session FILE (.jsonl, Pi or Claude Code) read without the daemon"
+SESSION_HELP = (
+    "a session id, or a session FILE (Pi, Claude Code, a Codex rollout, <data>/opencode.db#<id>) "
+    "read without the daemon"
+)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "ls",
-        help="list sessions (every root: the store, Pi's, Claude Code's), newest first",
+        help="list sessions (every root: the store, Pi's, Claude Code's, Codex's, OpenCode's), newest first",
         description="List sessions, newest first: id, title, cwd, updated, messages, format, root.",
     )
     add_daemon_options(p)
     p.add_argument("--cwd", metavar="DIR", help="only the sessions of this working directory")
-    p.add_argument("--root", choices=("sessiond", "pi", "claude"), help="only this root")
-    p.add_argument("--format", choices=("pi", "claude-code"), dest="fmt", help="only this format")
+    p.add_argument("--root", choices=("sessiond", "pi", "claude", "codex", "opencode"), help="only this root")
+    p.add_argument(
+        "--format", choices=("pi", "claude-code", "codex", "opencode"), dest="fmt", help="only this format"
+    )
     p.add_argument("--limit", type=positive, default=50, metavar="N", help="at most N sessions (default 50)")
     p.add_argument("--all", action="store_true", help="every session (no limit)")
     p.set_defaults(handler=runner(cmd_ls))

@@ -30,7 +30,7 @@ from .base import (
     load_config,
     looks_like_file,
     match_session_id,
-    neither_format,
+    not_a_session_message,
     path_problem,
     resolve_session,
     wants_prefix_match,
@@ -130,12 +130,17 @@ class FileSource:
         from ..store.session import Session  # noqa: PLC0415
 
         def read() -> tuple[str, ReadableSession]:
+            from ..inspection import open_agent_session  # noqa: PLC0415
+
             if is_claude_code_file(self.path):
                 return "claude-code", ClaudeSession.open(self.path)
+            agent = open_agent_session(self.path)
+            if agent is not None:
+                return str(agent.diagnostics.as_json().get("format")), agent
             return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
 
         try:
-            size = self.path.stat().st_size
+            size = self.path.stat().st_size if self.path.is_file() else 0
             what = f"Reading {self.path.name} ({size / 1e6:,.1f} MB)"
             self.format, self.session = await with_progress(
                 self._out, what, asyncio.to_thread(read), at_once=size >= PROGRESS_BYTES
@@ -143,7 +148,7 @@ class FileSource:
         except OSError as exc:
             raise CliError(f"cannot read {self.path}: {exc.strerror or exc}", EXIT_USAGE) from None
         except NotASessionError as exc:
-            raise CliError(neither_format(self.path, exc.reason), EXIT_USAGE) from None
+            raise CliError(not_a_session_message(self.path, exc), EXIT_USAGE) from None
         except (ValueError, KeyError) as exc:
             raise CliError(f"{self.path} is not a session: {exc}", EXIT_USAGE) from None
 

@@ -1,10 +1,11 @@
 """Finding, listing and opening sessions across the roots sessiond serves.
 
 A session id names one file in one root: the store first, then Pi's directory, then Claude
-Code's projects. Pi-format files are found by their header (``*_<id>.jsonl``, Pi's naming);
-Claude Code files by their name (``<project>/<uuid>.jsonl``; sub-agent transcripts are not
-sessions). Listing merges every root, newest first, each summary saying where it lives and
-whether sessiond may write it.
+Code's projects, Codex's home and OpenCode's data directory. Pi-format files are found by
+their header (``*_<id>.jsonl``, Pi's naming); Claude Code files by their name
+(``<project>/<uuid>.jsonl``; sub-agent transcripts are not sessions); Codex rollouts and
+OpenCode sessions through :mod:`sessiond.service.agent_roots`. Listing merges every root,
+newest first, each summary saying where it lives and whether sessiond may write it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from ..errors import NotASessionError, PathEscapeError, SessionNotFoundError
 from ..formats.claude_code import listing_fields
 from ..store.claude import ClaudeSession
 from ..store.claude_files import load_transcript
+from ..store.codex import CodexSession
 from ..store.journal import Durability
 from ..store.layout import ensure_within, validate_session_id
 from ..store.listing import ListingCache, SessionInfo, list_sessions_in, read_header
+from ..store.opencode import OpenCodeSession
 from ..store.session import ReadableSession, Session
+from .agent_roots import CodexListing, codex_files, find_codex, find_opencode, opencode_infos
 from .roots import Root, claude_project_dir_name
 
 UUID_STEM: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -41,6 +45,7 @@ class Catalog:
         self.roots = roots
         self.listing = listing
         self._claude_cache: dict[str, tuple[tuple[int, int, int], SessionInfo | None]] = {}
+        self.codex_listing = CodexListing()
 
     def root(self, name: str) -> Root | None:
         return next((r for r in self.roots if r.name == name), None)
@@ -64,6 +69,11 @@ class Catalog:
                     if candidate.is_file():
                         return root, candidate
                 continue
+            if root.format in ("codex", "opencode"):
+                found = (find_codex if root.format == "codex" else find_opencode)(root.path, session_id)
+                if found is not None:
+                    return root, found
+                continue
             for candidate in sorted(root.path.glob(f"*/*_{session_id}.jsonl")):
                 header = read_header(candidate)
                 if header is not None and header.get("id") == session_id:
@@ -80,6 +90,10 @@ class Catalog:
     def open(self, root: Root, path: Path, durability: Durability) -> ReadableSession:
         if root.format == "claude-code":
             return ClaudeSession.open(path)
+        if root.format == "codex":
+            return CodexSession.open(path)
+        if root.format == "opencode":
+            return OpenCodeSession.open(path)
         if root.read_only_reason is None:
             # A writer never follows a link planted in a writable root: appending through it would
             # make sessiond write a file outside the root it owns.
@@ -100,6 +114,10 @@ class Catalog:
                 continue
             if r.format == "claude-code":
                 out += [Listed(i, r) for i in self._claude_infos(r, cwd)]
+            elif r.format == "codex":
+                out += [Listed(i, r) for i in self._codex_infos(r, cwd)]
+            elif r.format == "opencode":
+                out += [Listed(i, r) for i in opencode_infos(r.path, cwd)]
             else:
                 out += [Listed(i, r) for i in list_sessions_in(r.path, cwd, cache=self.listing)]
         out.sort(key=lambda x: (os.path.basename(x.info.path), x.info.path), reverse=True)
@@ -133,6 +151,15 @@ class Catalog:
         for path in self.claude_files(root, cwd):
             info = self.claude_info(path)
             if info is not None:
+                infos.append(info)
+        return infos
+
+    def _codex_infos(self, root: Root, cwd: str | None) -> list[SessionInfo]:
+        wanted = None if cwd is None else {cwd, os.path.realpath(os.path.expanduser(cwd))}
+        infos = []
+        for path in codex_files(root.path):
+            info = self.codex_listing.info(root.path, path)
+            if info is not None and (wanted is None or info.cwd in wanted):
                 infos.append(info)
         return infos
 

@@ -338,14 +338,18 @@ def _summarizer(data: Any) -> SummarizerConfig:
 def _roots(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError("roots must be a table", field="roots")
-    _only(data, {"pi", "claude"}, "roots")
+    _only(data, {"pi", "claude", "codex", "opencode"}, "roots")
     for name, table in data.items():
         where = f"roots.{name}"
         if not isinstance(table, dict):
             raise ConfigError(f"{where} must be a table", field=where)
         _only(
             table,
-            {"path", "enabled", "writable"} if name == "pi" else {"path", "enabled", "file_history"},
+            {"path", "enabled", "writable"}
+            if name == "pi"
+            else {"path", "enabled", "file_history"}
+            if name == "claude"
+            else {"path", "enabled"},
             where,
         )
         for name_ in ("path", "file_history"):

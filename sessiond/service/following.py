@@ -8,7 +8,15 @@ what that means for the daemon:
 * an open session was rewritten, replaced or deleted -> reopen it (or close it) and publish
   ``external_change`` with what changed (leaf, entry count);
 * a session file appeared, changed or went in a root -> ``session_list_update`` to the
-  connections that listed with ``subscribe: true``.
+  connections that listed with ``subscribe: true``;
+* OpenCode's database committed (``PRAGMA data_version`` moved, polled every
+  :attr:`Follower.OPENCODE_POLL_INTERVAL`) -> the open OpenCode sessions re-read what changed
+  (``entries_appended``/``external_change`` as above) and ``session_list_update`` for the
+  sessions whose row changed. A database's write-ahead log is reused in place after a
+  checkpoint, so file sizes cannot tell a commit; the database itself can.
+
+Codex's home is not watched whole (it holds logs and worktrees): only ``sessions/`` and
+``archived_sessions/``.
 
 The daemon's own appends advance the session's read offset (and the watcher's expectation)
 before the watcher looks, so they never come back as external changes.
@@ -18,12 +26,15 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..errors import SessiondError
+from ..store.opencode import DB_NAME, OpenCodeDatabase
+from .agent_roots import codex_dirs, is_codex_session_file, rollout_id
 from .catalog import UUID_STEM, Listed
 from .hub import WARNING
 from .watcher import FileEvent, Watcher
@@ -47,6 +58,8 @@ class Follower:
 
     ROOT_CHECK_INTERVAL = 2.0
     """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
+    OPENCODE_POLL_INTERVAL = 0.25
+    """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -70,27 +83,75 @@ class Follower:
         if not self.enabled:
             return
         missing = []
+        opencode = []
         for root in self.service.catalog.roots:
-            if root.path.is_dir():
-                self._watcher(root).watch_dir(root.path, recursive=True)
-            else:
-                missing.append(root)
+            if root.format == "opencode":
+                opencode.append(root)
+                continue
+            for directory in _watched_dirs(root):
+                if directory.is_dir():
+                    self._watcher(root).watch_dir(directory, recursive=True)
+                else:
+                    missing.append((root, directory))
         for host in list(self.service.hosts.values()):
             self.opened(host)
         async with anyio.create_task_group() as tg:
             if missing:
                 tg.start_soon(self._wait_for_roots, missing)
+            for root in opencode:
+                tg.start_soon(self._poll_opencode, root)
             tg.start_soon(self.own.run)
             await self.foreign.run()
             tg.cancel_scope.cancel()
 
-    async def _wait_for_roots(self, missing: list[Any]) -> None:
+    async def _wait_for_roots(self, missing: list[tuple[Any, Path]]) -> None:
         while missing:
             await anyio.sleep(self.ROOT_CHECK_INTERVAL)
-            for root in [r for r in missing if r.path.is_dir()]:
-                missing.remove(root)
-                log.info("watching %s (it appeared)", root.path)
-                self._watcher(root).watch_dir(root.path, recursive=True)
+            for root, directory in [m for m in missing if m[1].is_dir()]:
+                missing.remove((root, directory))
+                log.info("watching %s (it appeared)", directory)
+                self._watcher(root).watch_dir(directory, recursive=True)
+
+    async def _poll_opencode(self, root: Any) -> None:
+        """Follow OpenCode's database: open sessions and listings, on every commit."""
+        database = OpenCodeDatabase(root.path / DB_NAME)
+        version: int | None = None
+        listed: dict[str, float] = {}
+        try:
+            while True:
+                now = await anyio.to_thread.run_sync(database.data_version)
+                if now is not None and now != version:
+                    log.debug("opencode data_version %s -> %s", version, now)
+                    first = version is None
+                    version = now
+                    try:
+                        await self._opencode_changed(root, listed, first)
+                    except (SessiondError, OSError, sqlite3.Error) as exc:
+                        log.warning("%s: %s", database.path, exc)
+                await anyio.sleep(self.OPENCODE_POLL_INTERVAL)
+        finally:
+            database.close()
+
+    async def _opencode_changed(self, root: Any, listed: dict[str, float], first: bool) -> None:
+        service = self.service
+        # Open sessions compare their own signature, so looking on the first version too is
+        # harmless, and it catches commits made before the database could first be read.
+        for host in [h for h in list(service.hosts.values()) if h.root is root]:
+            await self._follow(host, FileEvent("grown", Path(host.session.path), 0, None, None))
+        if not service.hub.subscriber_count(self._list_topic()) and not first:
+            listed.clear()
+            return
+        infos = await anyio.to_thread.run_sync(lambda: service.catalog.list_all(root=root.name))
+        current = {str(x.info.id): x for x in infos}
+        if not first:
+            for sid, x in current.items():
+                if sid not in listed or listed[sid] != x.info.modified_ms:
+                    change = "added" if sid not in listed else "updated"
+                    self._send(sid, {"change": change, "session": self._summary(x), "path": x.info.path})
+            for sid in [s for s in listed if s not in current]:
+                self._send(sid, {"change": "removed", "session": None, "path": None})
+        listed.clear()
+        listed.update({sid: x.info.modified_ms for sid, x in current.items()})
 
     def stop(self) -> None:
         self.foreign.stop()
@@ -190,16 +251,24 @@ class Follower:
         root = service.catalog.root_of(event.path)
         if root.format == "claude-code" and not UUID_STEM.fullmatch(event.path.stem):
             return  # sub-agent transcripts and other files are not sessions
+        if root.format == "codex" and not is_codex_session_file(root.path, event.path):
+            return  # the prompt history, logs and the like
         if event.kind == "deleted":
             stem = event.path.stem
-            session_id = stem if root.format == "claude-code" else stem.rsplit("_", 1)[-1]
+            if root.format == "claude-code":
+                session_id = stem
+            elif root.format == "codex":
+                session_id = rollout_id(event.path) or stem
+            else:
+                session_id = stem.rsplit("_", 1)[-1]
             self._send(session_id, {"change": "removed", "session": None, "path": str(event.path)})
             return
-        info = (
-            service.catalog.claude_info(event.path)
-            if root.format == "claude-code"
-            else service.listing.info(os.fspath(event.path))
-        )
+        if root.format == "claude-code":
+            info = service.catalog.claude_info(event.path)
+        elif root.format == "codex":
+            info = service.catalog.codex_listing.info(root.path, event.path)
+        else:
+            info = service.listing.info(os.fspath(event.path))
         if info is None:
             return
         self._send(
@@ -211,9 +280,28 @@ class Follower:
             },
         )
 
+    @staticmethod
+    def _list_topic() -> str:
+        from .service import LIST_TOPIC  # noqa: PLC0415
+
+        return LIST_TOPIC
+
+    @staticmethod
+    def _summary(listed: Listed) -> dict[str, Any]:
+        from .service import summary  # noqa: PLC0415
+
+        return summary(listed)
+
     def _send(self, session_id: str, fields: dict[str, Any]) -> None:
         from .service import LIST_TOPIC  # noqa: PLC0415
 
         update = {"sessionUpdate": "session_list_update", **fields}
         for subscriber in self.service.hub.subscribers(LIST_TOPIC):
             subscriber.send_update(session_id, update)
+
+
+def _watched_dirs(root: Any) -> list[Path]:
+    """The directories of a root that hold its sessions (Codex's home holds much else)."""
+    if root.format == "codex":
+        return codex_dirs(root.path)
+    return [root.path]

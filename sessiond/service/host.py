@@ -238,12 +238,17 @@ def _now_iso() -> str:
 def default_window_for(
     overrides: dict[str, int], settings_window: Callable[[str], int | None]
 ) -> Callable[[ReadableSession, Any], int | None]:
-    """The context window of a session: its own setting, else config overrides, else the table."""
+    """The context window of a session: its own setting, else the window the agent recorded
+    (Codex's ``model_context_window``), else config overrides, else the table."""
 
     def window(session: ReadableSession, model: Any) -> int | None:
         own = settings_window(session.id)
         if own:
             return own
+        native = getattr(session, "native_context_window", None)
+        recorded = native() if callable(native) else None
+        if type(recorded) is int and recorded > 0:
+            return recorded
         return context_window(get(model, "provider"), get(model, "modelId"), overrides)
 
     return window

@@ -5,9 +5,15 @@
   Pi format, read-only unless configured writable (Pi may be writing them right now).
 * ``claude`` — Claude Code's transcripts (``$CLAUDE_CONFIG_DIR/projects``, else
   ``~/.claude/projects``): always read-only; sessiond never rewrites another agent's file.
+* ``codex`` — Codex CLI's home (``$CODEX_HOME``, else ``~/.codex``): the rollouts under
+  ``sessions/`` and ``archived_sessions/``, always read-only.
+* ``opencode`` — OpenCode's data directory (``$XDG_DATA_HOME/opencode``, else
+  ``~/.local/share/opencode``): its ``opencode.db`` and older ``storage/`` JSON files,
+  always read-only.
 
 A root whose directory does not exist is simply empty. Configuration (``[roots.pi]``,
-``[roots.claude]``: ``path``, ``enabled``, ``writable`` for Pi) overrides the defaults.
+``[roots.claude]``, ``[roots.codex]``, ``[roots.opencode]``: ``path``, ``enabled``,
+``writable`` for Pi) overrides the defaults.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-Format = Literal["pi", "claude-code"]
-ROOT_NAMES: Final = ("sessiond", "pi", "claude")
+Format = Literal["pi", "claude-code", "codex", "opencode"]
+ROOT_NAMES: Final = ("sessiond", "pi", "claude", "codex", "opencode")
+AGENT_NAMES: Final = {"claude-code": "Claude Code", "codex": "Codex CLI", "opencode": "OpenCode"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,9 @@ class Root:
             return None
         if self.format == "claude-code":
             return f"it is a Claude Code transcript ({self.path}); sessiond never writes another agent's file"
+        if self.format in AGENT_NAMES:
+            agent = AGENT_NAMES[self.format]
+            return f"it is {agent} data ({self.path}); sessiond never writes another agent's files"
         return f"it is in Pi's directory ({self.path}), which is read-only unless [roots.pi] writable = true"
 
     def contains(self, path: Path) -> bool:
@@ -58,6 +68,18 @@ def default_claude_projects(env: Mapping[str, str]) -> Path:
     return base / "projects"
 
 
+def default_codex_home(env: Mapping[str, str]) -> Path:
+    home = env.get("CODEX_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".codex"
+
+
+def default_opencode_data(env: Mapping[str, str]) -> Path:
+    """OpenCode's data directory: ``$XDG_DATA_HOME/opencode`` (an absolute one), else the default."""
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "opencode"
+
+
 def claude_project_dir_name(cwd: str) -> str:
     """Claude Code's directory name for a cwd: every character outside ``[A-Za-z0-9]`` -> ``-``.
 
@@ -73,6 +95,8 @@ def build_roots(store_sessions: Path, data: Mapping[str, object], env: Mapping[s
     specs: list[tuple[str, Format, Path, bool]] = [
         ("pi", "pi", default_pi_sessions(env), False),
         ("claude", "claude-code", default_claude_projects(env), False),
+        ("codex", "codex", default_codex_home(env), False),
+        ("opencode", "opencode", default_opencode_data(env), False),
     ]
     for name, fmt, default, writable in specs:
         table = data.get(name, {})

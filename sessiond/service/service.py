@@ -23,6 +23,7 @@ import orjson
 from ..errors import (
     EntryNotFoundError,
     InvalidArgumentError,
+    ReadOnlySessionError,
     SessionExistsError,
     SessionNotFoundError,
 )
@@ -303,6 +304,9 @@ class Service:
             if session_id not in self.hosts
             else self.hosts[session_id].session.path
         )
+        reason = self.catalog.root_of(path).read_only_reason
+        if reason is not None:  # another agent's session: sessiond never moves its files
+            raise ReadOnlySessionError(session_id, reason)
         host = self.hosts.pop(session_id, None)
         if host is not None:
             self.hub.publish(

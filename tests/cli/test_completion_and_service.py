@@ -139,7 +139,7 @@ def test_fish_completes_commands_options_and_choices(tmp_path: Path) -> None:
 
     assert complete("sessiond st") == ["status", "stop"]
     assert "--no-start" in complete("sessiond show --no")
-    assert set(complete("sessiond ls --root ")) == {"sessiond", "pi", "claude"}
+    assert set(complete("sessiond ls --root ")) == {"sessiond", "pi", "claude", "codex", "opencode"}
     assert set(complete("sessiond completion ")) == {"bash", "zsh", "fish"}
 
 

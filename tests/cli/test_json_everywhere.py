@@ -68,6 +68,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "doctor": ((), 0, lambda d: d["ok"] is True),
         "inspect": ((str(EXAMPLE),), 0, lambda d: d["leafId"] == "u1000006"),
         "gc": ((), 0, lambda d: isinstance(d, dict) and "error" not in d),
+        "export": ((EXAMPLE_ID,), 0, lambda d: d["source"]["sessionId"] == EXAMPLE_ID != d["sessionId"]),
         "ui": (("--no-browser",), 0, lambda d: d["url"].startswith(d["viewer"] + "#token=")),
         "status": ((), 0, lambda d: d["running"] is True and d["pid"] > 0 and d["clients"]),
         "completion": (("bash",), 0, lambda d: d["shell"] == "bash" and "_sessiond" in d["script"]),

@@ -83,6 +83,8 @@ def daemon_env(tmp: Path, env: dict[str, str] | None = None, config: str | None 
         "SESSIOND_HOME": str(tmp / "store"),
         "CLAUDE_CONFIG_DIR": str(tmp / "claude"),
         "PI_CODING_AGENT_DIR": str(tmp / "pi"),
+        "CODEX_HOME": str(tmp / "codex"),
+        "XDG_DATA_HOME": str(tmp / "data"),
         **(env or {}),
     }
     run_env.pop("SESSIOND_CONFIG", None)

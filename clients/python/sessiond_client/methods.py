@@ -100,8 +100,8 @@ class Methods:
         self,
         *,
         cwd: str | os.PathLike[str] | None = None,
-        root: Literal["sessiond", "pi", "claude"] | None = None,
-        format: Literal["pi", "claude-code"] | None = None,
+        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
+        format: Literal["pi", "claude-code", "codex", "opencode"] | None = None,
         subscribe: bool = False,
         cursor: str | None = None,
         limit: int = 50,
@@ -129,7 +129,10 @@ class Methods:
 
     @rpc("session/delete")
     async def session_delete(self, session_id: str) -> M.DeleteResult:
-        """``session/delete``: Move the session file to the store's trash folder (nothing is unlinked)."""
+        """``session/delete``: Move the session file to the store's trash folder (nothing is unlinked).
+        Another agent's session (a read-only root) is refused with `READ_ONLY`: sessiond never moves
+        its files.
+        """
         result: M.DeleteResult = await self._call("session/delete", locals())
         return result
 
@@ -201,7 +204,8 @@ class Methods:
         self, session_id: str, entry_id: str, *, position: Literal["before", "at"] = "before"
     ) -> M.ForkResult:
         """``session/fork``: Fork (`before` a user message) or clone (`at` an entry) into a new
-        session.
+        session. A read-only session's fork goes into sessiond's store; a Codex or OpenCode
+        session's fork is the context at that point written as a new Pi session (an export).
 
         Args:
             position: before: fork before a user message (its parent); at: clone up to the entry.

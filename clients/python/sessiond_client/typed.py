@@ -931,8 +931,8 @@ class SessiondClient(Methods):
         self,
         *,
         cwd: str | os.PathLike[str] | None = None,
-        root: Literal["sessiond", "pi", "claude"] | None = None,
-        format: Literal["pi", "claude-code"] | None = None,
+        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
+        format: Literal["pi", "claude-code", "codex", "opencode"] | None = None,
         page_size: int = 200,
     ) -> AsyncGenerator[SessionSummary, None]:
         """Every session (``session/list`` page after page), newest first."""

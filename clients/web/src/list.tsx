@@ -108,11 +108,15 @@ export function SessionList({
             <option value="sessiond">sessiond</option>
             <option value="pi">Pi</option>
             <option value="claude">Claude Code</option>
+            <option value="codex">Codex</option>
+            <option value="opencode">OpenCode</option>
           </select>
           <select aria-label="format" value={format} onChange={(e) => setFormat(e.currentTarget.value)}>
             <option value="">all formats</option>
             <option value="pi">Pi</option>
             <option value="claude-code">Claude Code</option>
+            <option value="codex">Codex</option>
+            <option value="opencode">OpenCode</option>
           </select>
         </div>
         <select aria-label="cwd" value={cwd} onChange={(e) => setCwd(e.currentTarget.value)}>
@@ -151,6 +155,13 @@ export function SessionList({
   );
 }
 
+const ROOT_NAMES: Record<string, string> = { claude: "Claude Code", pi: "Pi", codex: "Codex", opencode: "OpenCode" };
+const FORMAT_NAMES: Record<string, string> = { "claude-code": "Claude Code", codex: "Codex", opencode: "OpenCode" };
+
 export function rootName(root: string): string {
-  return root === "claude" ? "Claude Code" : root === "pi" ? "Pi" : "sessiond";
+  return ROOT_NAMES[root] ?? "sessiond";
+}
+
+export function formatName(format: string | undefined): string {
+  return `${FORMAT_NAMES[format ?? "pi"] ?? "Pi"} format`;
 }

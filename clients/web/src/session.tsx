@@ -9,7 +9,7 @@ import { ContextView } from "./context.tsx";
 import { UsageView, Gauge, type Usage } from "./usage.tsx";
 import { FilesView } from "./files.tsx";
 import { errorText, toast } from "./toast.tsx";
-import { rootName } from "./list.tsx";
+import { formatName, rootName } from "./list.tsx";
 
 type Tab = "tree" | "context" | "usage" | "files";
 
@@ -165,7 +165,7 @@ export function SessionView({
           <h2 title={session.sessionId}>{title || firstPrompt || session.sessionId}</h2>
           <div class="meta">
             <span class={`badge root-${session.root ?? "sessiond"}`}>{rootName(session.root ?? "sessiond")}</span>
-            <span class="badge">{session.format === "claude-code" ? "Claude Code format" : "Pi format"}</span>
+            <span class="badge">{formatName(session.format)}</span>
             {readOnly ? (
               <span class="badge ro" title="Another agent's session: sessiond reads it, never writes it">
                 read-only

@@ -21,7 +21,7 @@ class StatusClient(Result):
 class StatusSession(Result):
     sessionId: str
     path: str
-    root: str = Field(description="`sessiond`, `pi` or `claude`.")
+    root: str = Field(description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     format: str
     readOnly: bool
     subscribers: int

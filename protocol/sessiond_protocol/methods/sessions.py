@@ -52,15 +52,19 @@ class LoadResult(Result):
     header: Open = Field(description="The session header line.")
     saved: bool = Field(description="Whether the file exists yet (Pi's first-flush rule).")
     diagnostics: Open = Field(description="What the loader skipped or repaired (junk lines, torn tail...).")
-    format: Literal["pi", "claude-code"] = "pi"
-    root: str = Field("sessiond", description="`sessiond`, `pi` or `claude`.")
+    format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
+    root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
 
 
 class ListParams(WorkDone):
     cwd: str | None = Field(None, description="Only the sessions of this working directory.")
-    root: Literal["sessiond", "pi", "claude"] | None = Field(None, description="Only this root.")
-    format: Literal["pi", "claude-code"] | None = Field(None, description="Only this format.")
+    root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = Field(
+        None, description="Only this root."
+    )
+    format: Literal["pi", "claude-code", "codex", "opencode"] | None = Field(
+        None, description="Only this format."
+    )
     subscribe: bool = Field(
         False, description="Also send this connection `session_list_update` when sessions appear or change."
     )
@@ -224,8 +228,10 @@ METHODS: dict[str, MethodSpec] = {
             "session/delete",
             SessionRef,
             DeleteResult,
-            "Move the session file to the store's trash folder (nothing is unlinked).",
-            (*SESSION_ERRORS, C.STORAGE_ERROR),
+            "Move the session file to the store's trash folder (nothing is unlinked). Another "
+            "agent's session (a read-only root) is refused with `READ_ONLY`: sessiond never moves "
+            "its files.",
+            (*SESSION_ERRORS, C.READ_ONLY, C.STORAGE_ERROR),
             {"sessionId": EXAMPLE_SESSION_ID},
             None,
         ),
@@ -298,7 +304,9 @@ METHODS: dict[str, MethodSpec] = {
             "session/fork",
             ForkParams,
             ForkResult,
-            "Fork (`before` a user message) or clone (`at` an entry) into a new session.",
+            "Fork (`before` a user message) or clone (`at` an entry) into a new session. A read-only "
+            "session's fork goes into sessiond's store; a Codex or OpenCode session's fork is the "
+            "context at that point written as a new Pi session (an export).",
             (*SESSION_ERRORS, C.ENTRY_NOT_FOUND, C.NOT_SAVED, C.STORAGE_ERROR),
             {
                 "sessionId": EXAMPLE_SESSION_ID,

@@ -1,0 +1,112 @@
+"""``export``: write any readable session as a new native Pi session in the store.
+
+Runs in this process (no daemon needed): the source is found in the roots (or given as a
+FILE) and opened read-only; the new session is a new file in the store, which a running
+daemon lists like any other. See :mod:`sessiond.store.export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    EXIT_OK,
+    CliError,
+    Output,
+    add_json_option,
+    add_store_options,
+    load_config,
+    looks_like_file,
+    runner,
+)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write a session (Claude Code, Codex, OpenCode, Pi) as a new Pi session in the store",
+        description=(
+            "Write the conversation SESSION's agent would resume with as a new native Pi session "
+            "in sessiond's store, so that Pi or an agent using sessiond can continue, branch and "
+            "compact it. SESSION is a session id from any root, or a FILE (a Claude Code "
+            "transcript, a Codex rollout, <data>/opencode.db#<id>, a Pi session). The source is "
+            "only read."
+        ),
+    )
+    add_store_options(p)
+    add_json_option(p)
+    p.add_argument("session", metavar="SESSION", help="a session id, or a session FILE")
+    p.add_argument("--format", choices=("pi",), default="pi", help="the format written (pi)")
+    p.add_argument("--leaf", metavar="ENTRY", help="export the context at this entry instead of the leaf")
+    p.set_defaults(handler=runner(cmd_export))
+
+
+def _open(target: str, config: Any) -> tuple[Any, dict[str, Any]]:
+    from ..inspection import open_agent_session  # noqa: PLC0415
+    from ..service.catalog import Catalog  # noqa: PLC0415
+    from ..store.listing import ListingCache  # noqa: PLC0415
+
+    catalog = Catalog(config.roots, ListingCache())
+    if looks_like_file(target) or "#" in os.path.basename(target):
+        path = Path(os.path.expanduser(target))
+        root = catalog.root_of(path)
+        session = open_agent_session(path)
+        if session is not None:
+            fmt = session.diagnostics.as_json().get("format")
+            return session, {"format": fmt, "path": str(path.absolute())}
+        if not path.is_file():
+            raise CliError(f"no such file: {target}")
+        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
+
+        if is_claude_code_file(path):
+            from ..store.claude import ClaudeSession  # noqa: PLC0415
+
+            return ClaudeSession.open(path), {"format": "claude-code", "path": str(path.absolute())}
+        return catalog.open(root, path, config.durability), {"format": "pi", "path": str(path.absolute())}
+    root, path = catalog.find(target)
+    session = catalog.open(root, path, config.durability)
+    return session, {"format": root.format, "root": root.name, "path": str(path)}
+
+
+async def cmd_export(args: argparse.Namespace, out: Output) -> int:
+    from ..store.export import export_to_pi  # noqa: PLC0415
+
+    config = load_config(args)
+
+    def work() -> tuple[Any, Any, dict[str, Any]]:
+        source, info = _open(args.session, config)
+        try:
+            if args.leaf is not None and args.leaf not in source.tree:
+                from ..errors import EntryNotFoundError  # noqa: PLC0415
+
+                raise EntryNotFoundError(args.leaf)
+            leaf = args.leaf if args.leaf is not None else source.leaf_id
+            kwargs = {} if args.leaf is None else {"leaf": args.leaf}
+            exported = export_to_pi(
+                source, config.layout.cwd_dir, source_info=info, durability=config.durability, **kwargs
+            )
+            return source, exported, {**info, "leafId": leaf}
+        finally:
+            source.close()
+
+    try:
+        source, exported, info = await asyncio.to_thread(work)
+    except OSError as exc:
+        raise CliError(f"cannot read {args.session}: {exc.strerror or exc}") from None
+    result = {
+        "sessionId": exported.id,
+        "path": str(exported.path),
+        "cwd": exported.cwd,
+        "entryCount": exported.entry_count,
+        "source": {**info, "sessionId": source.id},
+    }
+    exported.close()
+    if out.json:
+        out.emit(result)
+    else:
+        out.show(f"exported {source.id} ({info['format']}) as {exported.id}: {result['path']}")
+    return EXIT_OK

@@ -1,5 +1,6 @@
-"""What a connection queues in one loop tick goes out in one ``write``, in order (a byte stream);
-a transport that frames each message itself (a WebSocket) still gets them one by one."""
+"""Messages out: what a connection queues in one loop tick goes out in one ``write``, in order (a
+byte stream; a transport that frames each message itself, a WebSocket, still gets them one by
+one), and an update published to several subscribers is encoded once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from sessiond.rpc import connection as connection_module
 from sessiond.rpc.connection import Connection
 from sessiond.rpc.methods import HANDLERS
 from sessiond.service.config import load_config
@@ -81,3 +83,44 @@ async def test_messages_queued_in_one_tick_are_written_at_once(tmp_path: Path) -
 async def test_a_message_transport_gets_one_write_per_message(tmp_path: Path) -> None:
     writes = await _burst(tmp_path, Messages())
     assert [bodies(w)[0]["params"]["message"] for w in writes] == ["message 0", "message 1", "message 2"]
+
+
+async def test_an_update_is_encoded_once_for_all_its_subscribers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock")
+    service = Service(config)
+    transports = [Transport() for _ in range(3)]
+    conns = [Connection(asyncio.StreamReader(), t, HANDLERS, service, config.limits) for t in transports]
+    for conn in conns:
+        service.hub.subscribe("s1", conn)
+    conns[2].opt_out = {"label_update"}
+    encoded = 0
+    real = connection_module.dumps
+
+    def counting(value: Any) -> bytes:
+        nonlocal encoded
+        encoded += 1
+        return real(value)
+
+    monkeypatch.setattr(connection_module, "dumps", counting)
+    writers = [asyncio.ensure_future(c._write_loop()) for c in conns]
+    try:
+        service.hub.publish("s1", {"sessionUpdate": "entries_appended", "entryIds": ["a"]})
+        service.hub.publish("s1", {"sessionUpdate": "label_update", "entryId": "a", "label": "x"})
+        service.hub.publish("s1", {"sessionUpdate": "entries_appended", "entryIds": ["b"]})
+        for _ in range(5):
+            await asyncio.sleep(0)
+    finally:
+        for w in writers:
+            w.cancel()
+    assert encoded == 3
+    got = [[m["params"] for w in t.writes for m in bodies(w)] for t in transports]
+    assert got[0] == got[1]
+    assert [p["update"]["entryIds"] for p in got[2]] == [["a"], ["b"]]
+    assert [p["update"]["sessionUpdate"] for p in got[0]] == [
+        "entries_appended",
+        "label_update",
+        "entries_appended",
+    ]
+    assert all(p["sessionId"] == "s1" for p in got[0])

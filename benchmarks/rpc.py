@@ -992,6 +992,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="asyncio: sessiond_client.Client (default); raw: a blocking-socket client (cheapest client)",
     )
     ap.add_argument("--no-noop", action="store_true", help="skip the session/unsubscribe no-op rows")
+    ap.add_argument("--no-notify", action="store_true", help="skip the notification latency rows")
+    ap.add_argument(
+        "--modes",
+        type=lambda v: [m for m in v.split(",") if m],
+        default=["buffered", "fsync"],
+        help="durability modes of the floor and round-trip rows (default buffered,fsync)",
+    )
     ap.add_argument("--profile", action="store_true", help="also profile the daemon (8 clients, buffered)")
     ap.add_argument(
         "--profile-subscriber",
@@ -1039,7 +1046,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         log("0. floor")
         res["floor"] = []
-        for mode in ("buffered", "fsync"):
+        for mode in args.modes:
             runs = [run_floor(scratch, args, mode) for _ in range(args.runs)]
             row = {"mode": mode, **_median_of_runs(runs)}
             res["floor"].append(row)
@@ -1056,7 +1063,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         log("1. append round trip")
         res["append"] = []
-        for mode in ("buffered", "fsync"):
+        for mode in args.modes:
             for n in clients:
                 row = case(f"{mode} x{n}", mode=mode, writers=n)
                 res["append"].append({"mode": mode, "clients": n, **row})
@@ -1078,9 +1085,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row = case(f"no-op x{n}", mode="buffered", writers=n, method="noop")
                 res["noop"].append({"clients": n, **row})
 
-        log("4. notification latency")
         res["notify"] = []
-        for n in (1, 8):
+        if not args.no_notify:
+            log("4. notification latency")
+        for n in () if args.no_notify else (1, 8):
             row = case(f"notify, {n} writer(s)", mode="buffered", writers=n, subscriber=True)
             res["notify"].append({"clients": n, **row})
 

@@ -535,6 +535,7 @@ async def run_case(
     row["daemonCpuPct"] = 100 * daemon_cpu / window
     row["daemonCpuUsPerReq"] = 1e6 * daemon_cpu / max(1, len(lat))
     row["clientsCpuPct"] = 100 * clients_cpu / wall
+    row["clientsCpuUsPerReq"] = 1e6 * clients_cpu / max(1, len(lat))
     row["entriesAtEnd"] = prefill + 1 + writers * (args.warmup + common["count"])
     ours = daemon_cpu + clients_cpu
     if sub is not None:
@@ -858,20 +859,23 @@ def print_report(res: dict[str, Any]) -> None:
     )
     p(
         f"{'mode':<10}{'clients':>7}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'appends/s':>11}"
-        f"{'daemon CPU':>11}{'us/req':>8}{'clients CPU':>12}{'other':>7}{'p50 x':>7}{'p99 x':>7}{'thru x':>7}"
+        f"{'daemon CPU':>11}{'us/req':>8}{'clients CPU':>12}{'us/req':>8}{'other':>7}{'p50 x':>7}"
+        f"{'p99 x':>7}{'thru x':>7}"
     )
     for r in res["append"]:
         f = floors[r["mode"]]
         p(
             f"{r['mode']:<10}{r['clients']:>7}{_ms(r['p50Us']):>8}{_ms(r['p99Us']):>8}{_ms(r['maxUs']):>8}"
             f"{r['perSec']:>11.0f}{r['daemonCpuPct']:>10.0f}%{r['daemonCpuUsPerReq']:>8.0f}{r['clientsCpuPct']:>11.0f}%"
+            f"{r.get('clientsCpuUsPerReq', math.nan):>8.0f}"
             f"{r['otherCpuPct']:>6.0f}%{_r(r['p50Us'], f['p50Us']):>7}{_r(r['p99Us'], f['p99Us']):>7}"
             f"{_r(r['perSec'], f['perSec']):>7}"
         )
     p("   x = RPC / floor of the same mode (p50 x, p99 x: the RPC overhead factor; thru x: aggregate")
     p("   appends/s over the floor's one-thread appends/s). daemon CPU = % of one core over the timed")
     p("   window (user + system, all threads); us/req = daemon CPU time per request; clients CPU = the")
-    p("   client processes together, % of one core; other = CPU the rest of the machine used meanwhile")
+    p("   client processes together, % of one core, and their CPU per request (the second us/req: what")
+    p("   the clients cost the same 2 cores); other = CPU the rest of the machine used meanwhile")
     p("   (other processes, kernel threads, steal), % of one core: high values mean a noisy run")
 
     if res.get("long"):
@@ -1199,6 +1203,8 @@ def extract(d: dict[str, Any]) -> Extract:
             G_RPC_THROUGHPUT if goal_row else None,
         )
         e.add(f"daemon CPU per append, {n} client(s), {mode}", r["daemonCpuUsPerReq"], "us")
+        if "clientsCpuUsPerReq" in r:
+            e.add(f"clients' CPU per append, {n} client(s), {mode}", r["clientsCpuUsPerReq"], "us")
     long_floor = d.get("longFloor")
     for r in d.get("long", []):
         e.add(

@@ -47,10 +47,9 @@ def register(sub: Any) -> None:
 
 def _open(target: str, config: Any) -> tuple[Any, dict[str, Any]]:
     from ..inspection import open_agent_session  # noqa: PLC0415
-    from ..service.catalog import Catalog  # noqa: PLC0415
-    from ..store.listing import ListingCache  # noqa: PLC0415
+    from .sources import catalog as roots_catalog  # noqa: PLC0415
 
-    catalog = Catalog(config.roots, ListingCache())
+    catalog = roots_catalog(config)
     if looks_like_file(target) or "#" in os.path.basename(target):
         path = Path(os.path.expanduser(target))
         root = catalog.root_of(path)

@@ -193,12 +193,12 @@ def _list_directly(
     args: argparse.Namespace, params: dict[str, Any], limit: int | None
 ) -> tuple[list[dict[str, Any]], str | None]:
     """``session/list`` computed here from the roots (``--no-start`` and no daemon running)."""
-    from ..service.service import _encode_cursor, summary  # noqa: PLC0415
+    from ..service import views  # noqa: PLC0415
+    from ..service.results import wire  # noqa: PLC0415
 
     listed = catalog(load_config(args)).list_all(params.get("cwd"), params.get("root"), params.get("format"))
-    page = listed if limit is None else listed[:limit]
-    more = len(page) < len(listed)
-    return [summary(x) for x in page], (_encode_cursor(page[-1].info.path) if more and page else None)
+    page = wire(views.page(listed, None, limit))
+    return page["sessions"], page["nextCursor"]
 
 
 # ---------------------------------------------------------------------------- show

@@ -4,10 +4,10 @@ A FILE argument is always read here. A session id is asked of the daemon — exc
 ``--no-start`` when no daemon runs: then its file is found in the roots (as the daemon would
 find it) and read here too, so ``show``/``tree``/``context``/``usage``/``ls`` work with no
 daemon at all and never start one. Both give the same shapes — the results of
-``session/load``, ``tree/get``, ``tree/branch``, ``context/get`` and ``context/usage`` — so a
-command renders them one way. A file is only read: a Pi file through :meth:`Session.open` with
-``read_only`` (a v1/v2 file is migrated in memory, never rewritten), a Claude Code transcript
-through :class:`ClaudeSession`.
+``session/load``, ``tree/get``, ``tree/branch``, ``context/get`` and ``context/usage``, made by
+the same code (:mod:`sessiond.service.views`) — so a command renders them one way. A file is
+only read: a Pi file through :meth:`Session.open` with ``read_only`` (a v1/v2 file is migrated
+in memory, never rewritten), a Claude Code transcript through :class:`ClaudeSession`.
 """
 
 from __future__ import annotations
@@ -155,67 +155,42 @@ class FileSource:
     def close(self) -> None:
         self.session.close()
 
+    # The daemon's own views of the session (sessiond.service.views), so the shapes are its.
+
     async def describe(self) -> dict[str, Any]:
-        s = self.session
-        return {
-            "sessionId": s.id,
-            "path": str(s.path),
-            "cwd": s.cwd,
-            "name": s.name,
-            "leafId": s.leaf_id,
-            "entryCount": s.entry_count,
-            "header": s.header,
-            "saved": True,
-            "diagnostics": s.diagnostics.as_json(),
-            "format": self.format,
-            "root": self.root.name if self.root is not None else "file",
-            "readOnly": True,
-        }
+        from ..service import views  # noqa: PLC0415
+        from ..service.results import wire  # noqa: PLC0415
+
+        root = self.root.name if self.root is not None else "file"
+        result: dict[str, Any] = wire(views.describe(self.session, format=self.format, root=root))
+        return result
 
     async def tree(self) -> dict[str, Any]:
-        view: dict[str, Any] = self.session.tree_view()
-        return view
+        from ..service import views  # noqa: PLC0415
+        from ..service.results import wire  # noqa: PLC0415
 
-    def _check(self, entry_id: str) -> None:
-        from ..errors import EntryNotFoundError  # noqa: PLC0415
-
-        if entry_id not in self.session.tree:
-            raise EntryNotFoundError(entry_id)
+        result: dict[str, Any] = wire(views.tree(self.session))
+        return result
 
     async def branch(self, entry_id: str | None, *, full: bool = True) -> dict[str, Any]:
-        from ..model.js import UNDEFINED, get  # noqa: PLC0415
+        from ..service import views  # noqa: PLC0415
+        from ..service.results import wire  # noqa: PLC0415
 
-        if entry_id is not None:
-            self._check(entry_id)
-        start = UNDEFINED if entry_id is None else entry_id
-        if not full:
-            return {"entryIds": self.session.branch_ids(start)}
-        entries = self.session.branch(start)  # one walk: the ids come from the entries
-        return {"entryIds": [get(e, "id") for e in entries], "entries": entries}
+        result: dict[str, Any] = wire(views.branch(self.session, entry_id, full))
+        return result
 
     async def context(self, leaf_id: str | None) -> dict[str, Any]:
-        from ..model.js import get  # noqa: PLC0415
+        from ..service import views  # noqa: PLC0415
+        from ..service.results import wire  # noqa: PLC0415
 
-        session = self.session
-        if leaf_id is None:
-            projection = session.context()
-        else:
-            self._check(leaf_id)
-            projection = session.context_for(session.tree.branch(leaf_id))
-        messages = [
-            {"entryId": get(p.source, "id"), "message": m} for p in projection.entries for m in p.messages
-        ]
-        return {
-            "messages": messages,
-            "thinkingLevel": projection.settings.thinking_level,
-            "model": projection.settings.model,
-            "entryIds": [get(p.source, "id") for p in projection.entries],
-        }
+        result: dict[str, Any] = wire(views.context(self.session, leaf_id))
+        return result
 
     async def usage(self) -> dict[str, Any]:
         from ..model.tokens import get_estimator  # noqa: PLC0415
-        from ..service.host import SessionHost, default_window_for  # noqa: PLC0415
-        from ..service.hub import Hub  # noqa: PLC0415
+        from ..service import views  # noqa: PLC0415
+        from ..service.host import default_window_for  # noqa: PLC0415
+        from ..service.results import wire  # noqa: PLC0415
         from ..service.settings import SessionSettings  # noqa: PLC0415
 
         settings = SessionSettings(self.config.layout.root / "settings")
@@ -228,8 +203,9 @@ class FileSource:
             return value if type(value) is int else None
 
         window_for = default_window_for(dict(self.config.context_windows), own_window)
-        host = SessionHost(self.session, Hub(), get_estimator(self.config.estimator), window_for)
-        return host.usage()
+        estimator = get_estimator(self.config.estimator)
+        result: dict[str, Any] = wire(views.usage(self.session, estimator, window_for))
+        return result
 
 
 PROGRESS_BYTES = 8 * 1024 * 1024
@@ -271,7 +247,8 @@ async def with_progress(
 
 
 def catalog(config: Any) -> Any:
-    """The daemon's view of the roots (store, Pi's, Claude Code's), built here to read them directly."""
+    """The daemon's view of the roots (the store, Pi's, Claude Code's, Codex's, OpenCode's), built
+    here to read them directly."""
     from ..service.catalog import Catalog  # noqa: PLC0415
     from ..store.listing import ListingCache  # noqa: PLC0415
 

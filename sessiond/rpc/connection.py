@@ -33,7 +33,7 @@ from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND
 from ..errors import AuthenticationError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
-from .dispatch import Json, Method, answer_now
+from .dispatch import Daemon, Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
 from .framing import Framing, FramingError, MessageReader, MessageSource, MessageTooLargeError, frame
@@ -109,7 +109,7 @@ class Connection:
         self._out_ready = asyncio.Event()
         self._resync: set[str] = set()
         self._dead = False
-        self.daemon: Any = None
+        self.daemon: Daemon | None = None
         """Set by the daemon: itself (``daemon/status`` reports on it)."""
         self.connected_at = time.time()
         self.engine = Engine(self.send, self, self._context)

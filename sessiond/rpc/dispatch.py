@@ -3,7 +3,7 @@
 A handler is declared for its ``sessiond_protocol`` method spec::
 
     @HANDLERS.method("session/append")
-    async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> Reply[M.AppendResult]:
+    async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> M.AppendResult:
         ...
 
 It receives the params already validated with the spec's model (a pydantic error is answered
@@ -14,8 +14,9 @@ Omitted versus ``null`` is ``"parentId" in p.model_fields_set``. Registration ch
 handler's annotations against the spec (params model in, result model out), so a handler cannot
 drift from the protocol, and ``complete()`` that every spec has its handler.
 
-A handler returns its result model, or — where building models would cost (a tree, a page of
-entries) or the service already returns the wire shape — that JSON object, typed ``Reply[R]``.
+A handler returns its result model — as ``Service`` does, built with ``model_construct`` (no
+validation, no copy) — and :func:`answer` turns it into the JSON object sent, here and nowhere
+else (:func:`sessiond.service.results.wire`: the fields set, nested values as they are).
 
 A plain function runs at receipt, before the next message is read (the lifecycle: ``initialize``
 applies the client's options to requests pipelined right behind it); a coroutine function runs
@@ -29,15 +30,18 @@ import asyncio
 import inspect
 import logging
 import typing
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from sessiond_protocol import MethodSpec
 from sessiond_protocol.errors import ErrorCode
 
+from ..service.peer import Peer
+from ..service.results import wire
 from .errors import ErrorAnswer, error_answer, from_validation
 
 if TYPE_CHECKING:
@@ -46,26 +50,40 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessiond.rpc")
 
 Json = dict[str, Any]
-R = TypeVar("R", bound=BaseModel)
-Reply = Union[R, Json]  # noqa: UP007 (a generic alias: Reply[M.TreeResult])
-"""A handler's result: the spec's result model, or its JSON form."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REFUSALS = frozenset({ErrorCode.PATH_OUTSIDE_STORE, ErrorCode.PATH_REFUSED, ErrorCode.READ_ONLY})
 """Errors that refuse access (not mere mistakes): logged as warnings, with the peer."""
 
 
-class Caller(Protocol):
+class Daemon(Protocol):
+    """What ``daemon/status`` reads of the daemon serving a connection (``rpc.server.Daemon``)."""
+
+    @property
+    def started_at(self) -> float: ...
+
+    @property
+    def socket_path(self) -> Path | None: ...
+
+    @property
+    def tcp_address(self) -> str | None: ...
+
+    @property
+    def connections(self) -> Iterable[Caller]: ...
+
+
+class Caller(Peer, Protocol):
     """What a handler sees of the connection its request came on (``rpc.connection.Connection``).
 
-    It is also the peer the service keeps: a subscriber of session updates, a user of open
-    sessions, a summarizing client.
+    It is the :class:`~sessiond.service.peer.Peer` the service keeps — a subscriber of session
+    updates, a user of open sessions, a summarizing client — plus what the lifecycle and
+    ``daemon/status`` handlers read and set.
     """
 
     id: int
     peer: str
     service: Service
-    daemon: Any
+    daemon: Daemon | None
     """The daemon serving it (``daemon/status`` reports on it); None outside one."""
     connected_at: float
     client_info: dict[str, Any]
@@ -78,12 +96,6 @@ class Caller(Protocol):
 
     def progress(self, token: str | int, kind: str, **value: Any) -> None: ...
 
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None: ...
-
-    def log_message(self, level: int, message: str) -> None: ...
-
-    async def request_client(self, method: str, params: Any) -> Any: ...
-
 
 @dataclass(frozen=True, slots=True)
 class Method:
@@ -95,6 +107,9 @@ class Method:
     """The handler's third parameter receives the params as sent."""
     immediate: bool
     """A plain function: answered at receipt (see the module docstring)."""
+    reports_progress: bool
+    """Its params have a ``workDoneToken`` (looked up once here: ``getattr`` with a default on a
+    pydantic model without the field costs ~1 µs per request)."""
 
 
 class MethodTable(Mapping[str, Method]):
@@ -115,7 +130,8 @@ class MethodTable(Mapping[str, Method]):
                 raise ValueError(f"{name} already has a handler: {self._methods[name].handler.__qualname__}")
             takes_raw = _check_signature(spec, fn)
             immediate = not inspect.iscoroutinefunction(fn)
-            self._methods[name] = Method(spec, fn, takes_raw, immediate)
+            progress = "workDoneToken" in spec.params.model_fields
+            self._methods[name] = Method(spec, fn, takes_raw, immediate, progress)
             return fn
 
         return register
@@ -147,24 +163,13 @@ def _check_signature(spec: MethodSpec, fn: Callable[..., Any]) -> bool:
     if hints.get(parameters[1].name) is not spec.params:
         raise TypeError(f"{where} must take {spec.params.__name__}, not {hints.get(parameters[1].name)}")
     returned = hints.get("return")
-    if spec.result is None:
-        ok = returned is type(None)
-    else:
-        ok = returned is spec.result or spec.result in typing.get_args(returned)
-    if not ok:
-        expected = "None" if spec.result is None else spec.result.__name__
-        raise TypeError(f"{where} must return {expected} (or Reply[{expected}]), not {returned}")
+    expected = type(None) if spec.result is None else spec.result
+    if returned is not expected:
+        raise TypeError(f"{where} must return {expected.__name__}, not {returned}")
     return len(parameters) == 3
 
 
 # --------------------------------------------------------------------------- answering
-
-
-def _to_wire(result: Any) -> Any:
-    """A handler's result as sent: its JSON form as it is, a model dumped."""
-    if isinstance(result, BaseModel):
-        return result.model_dump(mode="json")
-    return result
 
 
 def answer_now(method: Method, call: Caller, params: Json, context: Mapping[str, Any]) -> Any:
@@ -178,7 +183,7 @@ def answer_now(method: Method, call: Caller, params: Json, context: Mapping[str,
         result = method.handler(call, p, params) if method.takes_raw else method.handler(call, p)
     except Exception as exc:
         raise _failed(exc, method, call, params) from None
-    return _to_wire(result)
+    return wire(result)
 
 
 async def answer(method: Method, call: Caller, params: Json, context: Mapping[str, Any]) -> Any:
@@ -191,7 +196,7 @@ async def answer(method: Method, call: Caller, params: Json, context: Mapping[st
         p = method.spec.params.model_validate(params, context=context)
     except ValidationError as exc:
         raise from_validation(exc, params) from None
-    token = getattr(p, "workDoneToken", None)
+    token = getattr(p, "workDoneToken", None) if method.reports_progress else None
     if token is not None:
         call.progress(token, "begin", title=method.spec.name)
     try:
@@ -206,7 +211,7 @@ async def answer(method: Method, call: Caller, params: Json, context: Mapping[st
     finally:
         if token is not None:
             call.progress(token, "end")
-    return result if type(result) is dict else _to_wire(result)
+    return wire(result)
 
 
 def _failed(exc: Exception, method: Method, call: Caller, params: Json) -> ErrorAnswer:

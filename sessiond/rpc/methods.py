@@ -14,12 +14,11 @@ from typing import Any
 
 from sessiond_protocol import METHODS, PROTOCOL_VERSION
 from sessiond_protocol import methods as M
-from sessiond_protocol.models import Open
 
 from .. import __version__
 from ..errors import ProtocolVersionError
 from ..model.js import UNDEFINED
-from .dispatch import Caller, Json, MethodTable, Reply
+from .dispatch import Caller, Json, MethodTable
 from .status import daemon_status as status
 
 HANDLERS = MethodTable(METHODS)
@@ -52,21 +51,19 @@ def initialize(call: Caller, p: M.InitializeParams) -> M.InitializeResult:
         call.opt_out = set(capabilities.notifications.optOut)
     call.client_info = p.clientInfo.model_dump() if p.clientInfo else {}
     call.summarizer = bool(capabilities and capabilities.summarizer)
-    return M.InitializeResult(
+    return M.InitializeResult.model_construct(
         protocolVersion=PROTOCOL_VERSION,
-        serverInfo=M.ServerInfo(name="sessiond", version=__version__),
-        capabilities=Open.model_validate(
-            {
-                "framing": ["content-length", "ndjson"],
-                "methods": sorted(METHODS),
-                "notifications": ["session/update", "$/progress", "window/logMessage"],
-                "sessionUpdates": list(SESSION_UPDATES),
-                "serverRequests": ["compaction/summarize"],
-                "cancellation": ["$/cancelRequest", "$/cancel_request"],
-                "durability": ["buffered", "fsync"],
-                "estimator": call.service.estimator.name,
-            }
-        ),
+        serverInfo={"name": "sessiond", "version": __version__},
+        capabilities={
+            "framing": ["content-length", "ndjson"],
+            "methods": sorted(METHODS),
+            "notifications": ["session/update", "$/progress", "window/logMessage"],
+            "sessionUpdates": list(SESSION_UPDATES),
+            "serverRequests": ["compaction/summarize"],
+            "cancellation": ["$/cancelRequest", "$/cancel_request"],
+            "durability": ["buffered", "fsync"],
+            "estimator": call.service.estimator.name,
+        },
     )
 
 
@@ -76,7 +73,7 @@ def shutdown(call: Caller, p: M.Empty) -> None:
 
 
 @HANDLERS.method("daemon/status")
-async def daemon_status(call: Caller, p: M.Empty) -> Reply[M.DaemonStatusResult]:
+async def daemon_status(call: Caller, p: M.Empty) -> M.DaemonStatusResult:
     return status(call)
 
 
@@ -84,44 +81,44 @@ async def daemon_status(call: Caller, p: M.Empty) -> Reply[M.DaemonStatusResult]
 
 
 @HANDLERS.method("session/new")
-async def session_new(call: Caller, p: M.NewParams) -> Reply[M.NewResult]:
+async def session_new(call: Caller, p: M.NewParams) -> M.NewResult:
     return await call.service.new_session(call, p.cwd, p.sessionId, p.parentSession, p.subscribe)
 
 
 @HANDLERS.method("session/load")
-async def session_load(call: Caller, p: M.LoadParams) -> Reply[M.LoadResult]:
+async def session_load(call: Caller, p: M.LoadParams) -> M.LoadResult:
     return await call.service.load(call, p.sessionId, p.subscribe)
 
 
 @HANDLERS.method("session/list")
-async def session_list(call: Caller, p: M.ListParams) -> Reply[M.ListResult]:
+async def session_list(call: Caller, p: M.ListParams) -> M.ListResult:
     if p.subscribe:
         call.service.subscribe_list(call)
     return await call.service.list_sessions(p.cwd, p.cursor, p.limit, p.root, p.format)
 
 
 @HANDLERS.method("session/close")
-async def session_close(call: Caller, p: M.SessionRef) -> Reply[M.EmptyResult]:
+async def session_close(call: Caller, p: M.SessionRef) -> M.EmptyResult:
     return await call.service.close(call, p.sessionId)
 
 
 @HANDLERS.method("session/delete")
-async def session_delete(call: Caller, p: M.SessionRef) -> Reply[M.DeleteResult]:
+async def session_delete(call: Caller, p: M.SessionRef) -> M.DeleteResult:
     return await call.service.delete(call, p.sessionId)
 
 
 @HANDLERS.method("session/subscribe")
-async def session_subscribe(call: Caller, p: M.SessionRef) -> Reply[M.LoadResult]:
+async def session_subscribe(call: Caller, p: M.SessionRef) -> M.LoadResult:
     return await call.service.load(call, p.sessionId, True)
 
 
 @HANDLERS.method("session/unsubscribe")
-async def session_unsubscribe(call: Caller, p: M.SessionRef) -> Reply[M.EmptyResult]:
+async def session_unsubscribe(call: Caller, p: M.SessionRef) -> M.EmptyResult:
     return await call.service.unsubscribe(call, p.sessionId)
 
 
 @HANDLERS.method("session/append")
-async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> Reply[M.AppendResult]:
+async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> M.AppendResult:
     given = p.model_fields_set
     return await call.service.append(
         call,
@@ -134,22 +131,22 @@ async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> Reply[M.
 
 
 @HANDLERS.method("session/entries")
-async def session_entries(call: Caller, p: M.EntriesParams) -> Reply[M.EntriesResult]:
+async def session_entries(call: Caller, p: M.EntriesParams) -> M.EntriesResult:
     return await call.service.entries(call, p.sessionId, p.offset, p.afterId, p.limit)
 
 
 @HANDLERS.method("session/setName")
-async def session_set_name(call: Caller, p: M.SetNameParams) -> Reply[M.SetNameResult]:
+async def session_set_name(call: Caller, p: M.SetNameParams) -> M.SetNameResult:
     return await call.service.set_name(call, p.sessionId, p.name, p.durability)
 
 
 @HANDLERS.method("session/fork")
-async def session_fork(call: Caller, p: M.ForkParams) -> Reply[M.ForkResult]:
+async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
     return await call.service.fork(call, p.sessionId, p.entryId, p.position)
 
 
 @HANDLERS.method("session/configure")
-async def session_configure(call: Caller, p: M.ConfigureParams) -> Reply[M.ConfigureResult]:
+async def session_configure(call: Caller, p: M.ConfigureParams) -> M.ConfigureResult:
     return await call.service.configure(call, p.sessionId, p.contextWindow)
 
 
@@ -157,24 +154,24 @@ async def session_configure(call: Caller, p: M.ConfigureParams) -> Reply[M.Confi
 
 
 @HANDLERS.method("tree/get")
-async def tree_get(call: Caller, p: M.TreeParams) -> Reply[M.TreeResult]:
+async def tree_get(call: Caller, p: M.TreeParams) -> M.TreeResult:
     return await call.service.tree(call, p.sessionId)
 
 
 @HANDLERS.method("tree/branch")
-async def tree_branch(call: Caller, p: M.BranchParams) -> Reply[M.BranchResult]:
+async def tree_branch(call: Caller, p: M.BranchParams) -> M.BranchResult:
     return await call.service.branch(call, p.sessionId, p.entryId, p.full)
 
 
 @HANDLERS.method("tree/navigate")
-async def tree_navigate(call: Caller, p: M.NavigateParams) -> Reply[M.NavigateResult]:
+async def tree_navigate(call: Caller, p: M.NavigateParams) -> M.NavigateResult:
     return await call.service.navigate(
         call, p.sessionId, p.targetId, p.summary, p.summaryDetails, p.label, p.durability
     )
 
 
 @HANDLERS.method("tree/label")
-async def tree_label(call: Caller, p: M.LabelParams) -> Reply[M.LabelResult]:
+async def tree_label(call: Caller, p: M.LabelParams) -> M.LabelResult:
     return await call.service.label(call, p.sessionId, p.entryId, p.label, p.durability)
 
 
@@ -182,17 +179,17 @@ async def tree_label(call: Caller, p: M.LabelParams) -> Reply[M.LabelResult]:
 
 
 @HANDLERS.method("context/get")
-async def context_get(call: Caller, p: M.ContextParams) -> Reply[M.ContextResult]:
+async def context_get(call: Caller, p: M.ContextParams) -> M.ContextResult:
     return await call.service.context(call, p.sessionId, p.leafId)
 
 
 @HANDLERS.method("context/usage")
-async def context_usage(call: Caller, p: M.SessionRef) -> Reply[M.UsageResult]:
+async def context_usage(call: Caller, p: M.SessionRef) -> M.UsageResult:
     return await call.service.usage(call, p.sessionId)
 
 
 @HANDLERS.method("context/edit")
-async def context_edit(call: Caller, p: M.EditParams, raw: Json) -> Reply[M.EditResult]:
+async def context_edit(call: Caller, p: M.EditParams, raw: Json) -> M.EditResult:
     return await call.service.edit(call, p.sessionId, p.targetId, raw.get("replacement"), p.durability)
 
 
@@ -200,14 +197,14 @@ async def context_edit(call: Caller, p: M.EditParams, raw: Json) -> Reply[M.Edit
 
 
 @HANDLERS.method("compaction/prepare")
-async def compaction_prepare(call: Caller, p: M.PrepareParams) -> Reply[M.PrepareResult]:
+async def compaction_prepare(call: Caller, p: M.PrepareParams) -> M.PrepareResult:
     return await call.service.compactor.prepare(
         call, p.sessionId, p.keepRecentTokens, p.reserveTokens, p.customInstructions
     )
 
 
 @HANDLERS.method("compaction/commit")
-async def compaction_commit(call: Caller, p: M.CommitParams, raw: Json) -> Reply[M.CompactionResult]:
+async def compaction_commit(call: Caller, p: M.CommitParams, raw: Json) -> M.CompactionResult:
     return await call.service.compactor.commit(
         call,
         p.sessionId,
@@ -223,7 +220,7 @@ async def compaction_commit(call: Caller, p: M.CommitParams, raw: Json) -> Reply
 
 
 @HANDLERS.method("compaction/run")
-async def compaction_run(call: Caller, p: M.RunParams) -> Reply[M.CompactionResult]:
+async def compaction_run(call: Caller, p: M.RunParams) -> M.CompactionResult:
     token = p.workDoneToken
 
     def progress(message: str, percentage: int | None) -> None:
@@ -249,25 +246,25 @@ async def compaction_run(call: Caller, p: M.RunParams) -> Reply[M.CompactionResu
 async def compaction_cancel(call: Caller, p: M.SessionRef) -> M.CancelResult:
     await call.service.host(p.sessionId, call)
     cancelled = call.service.compactor.cancel(p.sessionId)
-    return M.CancelResult(cancelled=cancelled is not None, compactionId=cancelled)
+    return M.CancelResult.model_construct(cancelled=cancelled is not None, compactionId=cancelled)
 
 
 @HANDLERS.method("compaction/microcompact")
-async def compaction_microcompact(call: Caller, p: M.MicrocompactParams) -> Reply[M.MicrocompactResult]:
+async def compaction_microcompact(call: Caller, p: M.MicrocompactParams) -> M.MicrocompactResult:
     return await call.service.compactor.microcompact(
         call, p.sessionId, p.keepRecent, p.tools, p.dryRun, p.durability
     )
 
 
 @HANDLERS.method("compaction/snip")
-async def compaction_snip(call: Caller, p: M.SnipParams) -> Reply[M.SnipResult]:
+async def compaction_snip(call: Caller, p: M.SnipParams) -> M.SnipResult:
     return await call.service.compactor.snip(
         call, p.sessionId, p.fromEntryId, p.toEntryId, p.dryRun, p.durability
     )
 
 
 @HANDLERS.method("compaction/settings")
-async def compaction_settings(call: Caller, p: M.SettingsParams, raw: Json) -> Reply[M.SettingsResult]:
+async def compaction_settings(call: Caller, p: M.SettingsParams, raw: Json) -> M.SettingsResult:
     return await call.service.compactor.update_settings(call, p.sessionId, raw.get("set"))
 
 
@@ -275,27 +272,27 @@ async def compaction_settings(call: Caller, p: M.SettingsParams, raw: Json) -> R
 
 
 @HANDLERS.method("fileHistory/track")
-async def file_history_track(call: Caller, p: M.TrackParams) -> Reply[M.TrackResult]:
+async def file_history_track(call: Caller, p: M.TrackParams) -> M.TrackResult:
     return await call.service.file_history.track(call, p.sessionId, p.path, p.messageId, p.phase)
 
 
 @HANDLERS.method("fileHistory/checkpoint")
-async def file_history_checkpoint(call: Caller, p: M.CheckpointParams) -> Reply[M.CheckpointResult]:
+async def file_history_checkpoint(call: Caller, p: M.CheckpointParams) -> M.CheckpointResult:
     return await call.service.file_history.checkpoint(call, p.sessionId, p.messageId)
 
 
 @HANDLERS.method("fileHistory/list")
-async def file_history_list(call: Caller, p: M.SessionRef) -> Reply[M.FileHistoryListResult]:
+async def file_history_list(call: Caller, p: M.SessionRef) -> M.FileHistoryListResult:
     return await call.service.file_history.list(call, p.sessionId)
 
 
 @HANDLERS.method("fileHistory/diff")
-async def file_history_diff(call: Caller, p: M.DiffParams) -> Reply[M.DiffResult]:
+async def file_history_diff(call: Caller, p: M.DiffParams) -> M.DiffResult:
     return await call.service.file_history.diff(call, p.sessionId, p.messageId, p.path)
 
 
 @HANDLERS.method("fileHistory/rewind")
-async def file_history_rewind(call: Caller, p: M.RewindParams) -> Reply[M.RewindResult]:
+async def file_history_rewind(call: Caller, p: M.RewindParams) -> M.RewindResult:
     return await call.service.file_history.rewind(
         call, p.sessionId, p.messageId, p.dryRun, p.force, p.conversation
     )

@@ -11,9 +11,10 @@ import stat
 import sys
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sessiond_protocol import PROTOCOL_VERSION
+from sessiond_protocol import methods as M
 
 from .. import __version__
 
@@ -37,21 +38,21 @@ def log_file() -> str | None:
         return None
 
 
-def daemon_status(conn: Caller) -> dict[str, Any]:
+def daemon_status(conn: Caller) -> M.DaemonStatusResult:
     daemon = conn.daemon
     service = conn.service
-    started = float(daemon.started_at) if daemon is not None else conn.connected_at
-    connections: list[Any] = sorted(daemon.connections if daemon is not None else [conn], key=lambda c: c.id)
+    started = daemon.started_at if daemon is not None else conn.connected_at
+    connections = sorted(daemon.connections if daemon is not None else [conn], key=lambda c: c.id)
     hub = service.hub
     sessions = []
     for session_id, host in sorted(service.hosts.items()):
-        root = getattr(host, "root", None)
+        root = host.root
         sessions.append(
             {
                 "sessionId": session_id,
                 "path": str(host.session.path),
-                "root": getattr(root, "name", "sessiond"),
-                "format": getattr(root, "format", "pi"),
+                "root": root.name if root is not None else "sessiond",
+                "format": root.format if root is not None else "pi",
                 "readOnly": host.session.read_only is not None,
                 "subscribers": hub.subscriber_count(session_id),
                 "users": len(host.users),
@@ -72,16 +73,16 @@ def daemon_status(conn: Caller) -> dict[str, Any]:
             }
         )
     socket_path = daemon.socket_path if daemon is not None else None
-    return {
-        "pid": os.getpid(),
-        "version": __version__,
-        "protocolVersion": PROTOCOL_VERSION,
-        "startedAt": iso(started),
-        "uptimeSeconds": round(max(0.0, time.time() - started), 3),
-        "store": str(service.layout.root),
-        "socket": str(socket_path) if socket_path is not None else None,
-        "tcp": daemon.tcp_address if daemon is not None else None,
-        "log": log_file(),
-        "sessions": sessions,
-        "clients": clients,
-    }
+    return M.DaemonStatusResult.model_construct(
+        pid=os.getpid(),
+        version=__version__,
+        protocolVersion=PROTOCOL_VERSION,
+        startedAt=iso(started),
+        uptimeSeconds=round(max(0.0, time.time() - started), 3),
+        store=str(service.layout.root),
+        socket=str(socket_path) if socket_path is not None else None,
+        tcp=daemon.tcp_address if daemon is not None else None,
+        log=log_file(),
+        sessions=sessions,
+        clients=clients,
+    )

@@ -177,6 +177,8 @@ def apply(base: Settings, values: Mapping[str, Any], where: str = "") -> Setting
     ``where`` prefixes the field names in errors (``set`` for the method, ``compaction`` for
     the configuration file).
     """
+    if not values:
+        return base  # the common case, after every append: no per-session settings
     changes: dict[str, Any] = {}
     defaults = Settings()
     for name, value in values.items():

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import math
 import secrets
@@ -32,6 +31,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+
+from sessiond_protocol import methods as M
 
 from ..compaction import policy
 from ..compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
@@ -57,12 +58,14 @@ from ..store.journal import Durability
 from ..store.session import Session
 from . import compaction_settings as cs
 from . import microcompaction
-from .hub import ERROR, WARNING
+from .config import Config
+from .peer import ERROR, WARNING, Peer
+from .registry import SessionRegistry
+from .settings import SessionSettings
 from .summarizers.choose import choose_summarizer
 
 if TYPE_CHECKING:
     from .host import SessionHost
-    from .service import Service
 
 log = logging.getLogger("sessiond.compaction")
 
@@ -70,7 +73,6 @@ Reason = Literal["manual", "threshold", "overflow"]
 Progress = Callable[[str, int | None], None]
 MAX_PREPARATIONS = 8
 """Preparations remembered per session for ``compaction/commit`` (older ones are stale)."""
-_pins = itertools.count(-1, -1)
 
 
 @dataclass(slots=True)
@@ -99,9 +101,12 @@ def _int(tokens: float) -> int:
 
 
 class Compactor:
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        self.config = service.config
+    def __init__(self, registry: SessionRegistry, settings: SessionSettings, config: Config) -> None:
+        self.registry = registry
+        self.session_settings = settings
+        """The per-session settings (the compaction table and the context window live there)."""
+        self.config = config
+        self.estimator = registry.estimator
         self.running: dict[str, Running] = {}
         self.recovery: dict[str, bool] = {}
         """Sessions inside an overflow recovery window (one compact-and-retry was attempted)."""
@@ -126,7 +131,7 @@ class Compactor:
         they are read after every appended message, and resolving them cost ~10% of an append.
         """
         base = self.config.compaction
-        sidecar = self.service.settings.get(session_id)
+        sidecar = self.session_settings.get(session_id)
         cached = self._settings.get(session_id)
         if cached is not None and cached[0] is base and cached[1] is sidecar:
             return cached[2]
@@ -145,31 +150,31 @@ class Compactor:
             settings = replace(settings, context_window=window)
         return settings
 
-    def describe_settings(self, host: SessionHost) -> dict[str, Any]:
+    def describe_settings(self, host: SessionHost) -> M.SettingsResult:
         settings = self.settings(host.id)
         model = host.session.context().settings.model
         resolved = settings.for_model(model)
-        return {
+        return M.SettingsResult.model_construct(
             **settings.as_json(),
-            "effective": {
+            effective={
                 "reserveTokens": resolved.reserve_tokens,
                 "keepRecentTokens": resolved.keep_recent_tokens,
-                "contextWindow": self.service._window_for(host.session, model),
+                "contextWindow": self.registry.window_for(host.session, model),
                 "model": model,
             },
-        }
+        )
 
     async def update_settings(
-        self, user: Any, session_id: str, values: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+        self, user: Peer, session_id: str, values: dict[str, Any] | None
+    ) -> M.SettingsResult:
+        host = await self.registry.host(session_id, user)
         if values:
             current = self.settings(session_id)
             updated = cs.apply(current, values, "set")  # raises before anything is stored
             changes: dict[str, Any] = {"compaction": cs.stored(updated, self.config.compaction) or None}
             if "contextWindow" in values:
                 changes["contextWindow"] = updated.context_window
-            self.service.settings.update(session_id, **changes)
+            self.session_settings.update(session_id, **changes)
             host.publish_usage()
         return self.describe_settings(host)
 
@@ -192,22 +197,22 @@ class Compactor:
         """The preparation and the leaf it was made at (one consistent view, off the loop)."""
         session = host.pi_session("compacting")
         return await anyio.to_thread.run_sync(
-            lambda: session.prepare_compaction_at_leaf(settings, self.service.estimator)
+            lambda: session.prepare_compaction_at_leaf(settings, self.estimator)
         )
 
     async def prepare(
         self,
-        user: Any,
+        user: Peer | None,
         session_id: str,
         keep_recent: int | None,
         reserve: int | None,
         custom_instructions: str | None,
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    ) -> M.PrepareResult:
+        host = await self.registry.host(session_id, user)
         _, resolved = self._token_settings(host, keep_recent, reserve)
         leaf, prep = await self._prepare(host, resolved)
         if isinstance(prep, NoCompaction):
-            return {"prepared": False, "reason": prep.reason, "message": prep.message}
+            return M.PrepareResult.model_construct(prepared=False, reason=prep.reason, message=prep.message)
         prep_id = _new_id("p")
         described = describe_preparation(prep, custom_instructions, self._max_tokens(resolved))
         stored = self._preparations.setdefault(session_id, OrderedDict())
@@ -219,7 +224,7 @@ class Compactor:
         )
         while len(stored) > MAX_PREPARATIONS:
             stored.popitem(last=False)
-        return {"prepared": True, "preparationId": prep_id, **described}
+        return M.PrepareResult.model_construct(prepared=True, preparationId=prep_id, **described)
 
     @staticmethod
     def _max_tokens(settings: CompactionSettings) -> int:
@@ -265,8 +270,7 @@ class Compactor:
         if self.running.get(host.id) is run:
             del self.running[host.id]
         if pin is not None:
-            host.users.discard(pin)
-            self.service._close_if_unused(host.id)
+            self.registry.unpin(host, pin)
 
     def _update(self, host: SessionHost, run: Running, status: str, **fields: Any) -> None:
         update = {
@@ -277,7 +281,7 @@ class Compactor:
             "willRetry": run.will_retry and status in ("in_progress", "completed"),
         }
         update.update({k: v for k, v in fields.items() if v is not None})
-        self.service.hub.publish(host.id, update)
+        self.registry.hub.publish(host.id, update)
 
     async def _write(
         self,
@@ -296,12 +300,12 @@ class Compactor:
         return pending.entry_ids[0]
 
     def _tokens_after(self, host: SessionHost) -> int | None:
-        tokens = host.session.context_usage(self.service.estimator).tokens
+        tokens = host.session.context_usage(self.estimator).tokens
         return _int(tokens) if math.isfinite(tokens) else None
 
     async def commit(
         self,
-        user: Any,
+        user: Peer | None,
         session_id: str,
         summary: str,
         first_kept: Any,
@@ -311,8 +315,8 @@ class Compactor:
         usage: Any,
         from_hook: bool | None,
         durability: str | None,
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    ) -> M.CompactionResult:
+        host = await self.registry.host(session_id, user)
         prepared_leaf: Any = host.session.leaf_id
         if preparation_id is not None:
             prep = self._preparations.get(session_id, OrderedDict()).get(preparation_id)
@@ -355,15 +359,15 @@ class Compactor:
                 tokensBefore=tokens_before,
                 tokensAfter=after,
             )
-            return {
-                "compactionId": run.id,
-                "entryId": entry_id,
-                "firstKeptEntryId": first_kept,
-                "tokensBefore": tokens_before,
-                "tokensAfter": after,
-                "summary": summary,
-                "summarizer": None,
-            }
+            return M.CompactionResult.model_construct(
+                compactionId=run.id,
+                entryId=entry_id,
+                firstKeptEntryId=first_kept,
+                tokensBefore=tokens_before,
+                tokensAfter=after,
+                summary=summary,
+                summarizer=None,
+            )
         finally:
             self._end(host, run)
 
@@ -371,7 +375,7 @@ class Compactor:
 
     async def run(
         self,
-        user: Any,
+        user: Peer | None,
         session_id: str,
         reason: Reason = "manual",
         custom_instructions: str | None = None,
@@ -379,24 +383,18 @@ class Compactor:
         reserve: int | None = None,
         summarizer: str = "auto",
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> M.CompactionResult:
         """``compaction/run``: compact now, in this request (cancelling it cancels the run)."""
-        host = await self.service.host(session_id, user)
+        host = await self.registry.host(session_id, user)
         run = self._begin(host, reason)
         run.task = asyncio.current_task()
-        pin = self._pin(host)
+        pin = self.registry.pin(host)  # the session stays open while it runs, even if its clients leave
         try:
             return await self._compact(
                 host, run, custom_instructions, keep_recent, reserve, summarizer, user, progress, False
             )
         finally:
             self._end(host, run, pin)
-
-    def _pin(self, host: SessionHost) -> int:
-        """Keep the session open while a compaction runs, even if its clients leave."""
-        pin = next(_pins)
-        host.users.add(pin)
-        return pin
 
     async def _compact(
         self,
@@ -406,10 +404,10 @@ class Compactor:
         keep_recent: int | None,
         reserve: int | None,
         choice: str,
-        requester: Any,
+        requester: Peer | None,
         progress: Progress | None,
         announced: bool,
-    ) -> dict[str, Any]:
+    ) -> M.CompactionResult:
         """Prepare, summarise, write. Every way out but success publishes why."""
 
         def report(message: str, percentage: int | None) -> None:
@@ -426,7 +424,7 @@ class Compactor:
                 raise NothingToCompactError(prep.reason, prep.message)
             if choice == "auto":
                 choice = self.settings(host.id).summarizer
-            client = self.service.summarizing_client(host, requester)
+            client = self.registry.summarizing_client(host, requester)
             summarizer = choose_summarizer(choice, self.config.summarizer, client, host.id, run.id)
             if not announced:
                 self._update(host, run, "in_progress", tokensBefore=_int(prep.tokens_before))
@@ -477,15 +475,15 @@ class Compactor:
                 tokensAfter=after,
             )
             status = "completed"
-            return {
-                "compactionId": run.id,
-                "entryId": entry_id,
-                "firstKeptEntryId": prep.first_kept_entry_id,
-                "tokensBefore": _int(prep.tokens_before),
-                "tokensAfter": after,
-                "summary": summary,
-                "summarizer": summarizer.name,
-            }
+            return M.CompactionResult.model_construct(
+                compactionId=run.id,
+                entryId=entry_id,
+                firstKeptEntryId=prep.first_kept_entry_id,
+                tokensBefore=_int(prep.tokens_before),
+                tokensAfter=after,
+                summary=summary,
+                summarizer=summarizer.name,
+            )
         except asyncio.CancelledError:
             status, error = "cancelled", "The compaction was cancelled; nothing was written"
             raise
@@ -510,7 +508,7 @@ class Compactor:
         if host.id in self.running:
             return None
         run = self._begin(host, reason, will_retry)
-        pin = self._pin(host)
+        pin = self.registry.pin(host)
         self._update(host, run, "in_progress")
 
         async def background() -> None:
@@ -522,7 +520,7 @@ class Compactor:
                 log.info("session %s: %s compaction: %s", host.id, reason, exc.message)
             except Exception as exc:
                 message = getattr(exc, "message", None) or str(exc)
-                self.service.tell(host.id, WARNING, f"{reason} compaction failed: {message}")
+                self.registry.tell(host.id, WARNING, f"{reason} compaction failed: {message}")
             finally:
                 self._end(host, run, pin)
 
@@ -573,7 +571,7 @@ class Compactor:
             return
         settings = self.settings(host.id)
         if settings.microcompact.enabled:
-            pending = microcompaction.automatic(host, settings.microcompact, messages, self.service.estimator)
+            pending = microcompaction.automatic(host, settings.microcompact, messages, self.estimator)
             if pending is not None and pending.needs_sync:
                 self._background(anyio.to_thread.run_sync(pending.wait))
         if last_assistant is None or not settings.enabled:
@@ -587,10 +585,10 @@ class Compactor:
             entry=last_assistant,
             tail=[t for t in tail if t is not None],
             projection=projection,
-            estimate=session.context_usage(self.service.estimator),
-            estimator=self.service.estimator,
+            estimate=session.context_usage(self.estimator),
+            estimator=self.estimator,
             enabled=settings.enabled,
-            context_window=self.service._window_for(session, model),
+            context_window=self.registry.window_for(session, model),
             reserve_tokens=resolved.reserve_tokens,
             max_output_tokens=settings.max_output_tokens,
             recovery_attempted=self.recovery.get(host.id, False),
@@ -608,7 +606,7 @@ class Compactor:
             try:
                 pending = host.writer().begin_append(specs)
             except Exception as exc:
-                self.service.tell(host.id, ERROR, f"cannot omit the failed attempt before retrying: {exc}")
+                self.registry.tell(host.id, ERROR, f"cannot omit the failed attempt before retrying: {exc}")
                 self.recovery.pop(host.id, None)
                 return
             host.announce(pending.entry_ids)
@@ -631,33 +629,33 @@ class Compactor:
 
     async def microcompact(
         self,
-        user: Any,
+        user: Peer | None,
         session_id: str,
         keep_recent: int | None,
         tools: list[str] | None,
         dry_run: bool,
         durability: str | None,
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    ) -> M.MicrocompactResult:
+        host = await self.registry.host(session_id, user)
         mc = self.settings(session_id).microcompact
         return await microcompaction.clear_old_results(
             host,
             keep_recent if keep_recent is not None else mc.keep_recent,
             tools if tools is not None else mc.tools,
-            self.service.estimator,
+            self.estimator,
             dry_run,
             None if durability is None else Durability(durability),
         )
 
     async def snip(
         self,
-        user: Any,
+        user: Peer | None,
         session_id: str,
         from_id: str,
         to_id: str,
         dry_run: bool,
         durability: str | None,
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    ) -> M.SnipResult:
+        host = await self.registry.host(session_id, user)
         mode = None if durability is None else Durability(durability)
         return await microcompaction.snip(host, from_id, to_id, dry_run, mode)

@@ -16,17 +16,22 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 import orjson
 
-from ..errors import CheckpointNotFoundError, EntryNotFoundError
+from sessiond_protocol import methods as M
+
+from ..errors import CheckpointNotFoundError
 from ..filehistory import BlobStore, FileHistory, Workspace
 from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
 from ..model.js import get
-from ..model.messages import content_text
 from ..store.journal import Durability
+from .config import Config
+from .navigation import navigate, prompt_text
+from .peer import Peer
+from .registry import SessionRegistry
+from .views import require_entry
 
 if TYPE_CHECKING:
     from .host import SessionHost
-    from .service import Service
 
 SNAPSHOT: Final = "sessiond.fileSnapshot"
 SIDE_FILE: Final = "snapshots.jsonl"
@@ -43,9 +48,11 @@ class _Open:
 
 
 class FileHistoryService:
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        self.root = service.layout.root / "file-history"
+    def __init__(self, registry: SessionRegistry, root: Path, config: Config) -> None:
+        """``root``: where blobs and side files go (``<store>/file-history``)."""
+        self.registry = registry
+        self.root = root
+        self.config = config
         self._open: dict[str, _Open] = {}
 
     def blobs(self, session_id: str) -> BlobStore:
@@ -63,13 +70,13 @@ class FileHistoryService:
 
     def _load(self, host: SessionHost) -> _Open:
         session = host.session
-        workspace = Workspace(Path(session.cwd or "/"), self.service.config.file_history_roots)
+        workspace = Workspace(Path(session.cwd or "/"), self.config.file_history_roots)
         history = FileHistory(self.blobs(host.id), workspace)
         side: Path | None = None
         if host.root is not None and host.root.format == "claude-code":
             from ..filehistory.claude import claude_history_data  # noqa: PLC0415
 
-            for data in claude_history_data(session, history.blobs, self.service.config):
+            for data in claude_history_data(session, history.blobs, self.config):
                 history.replay(data)
         else:
             for data in _snapshot_data(host):
@@ -114,7 +121,7 @@ class FileHistoryService:
             "paths": paths,
         }
         update.update({k: v for k, v in extra.items() if v is not None})
-        self.service.hub.publish(host.id, update)
+        self.registry.hub.publish(host.id, update)
 
     # ------------------------------------------------------------------ methods
 
@@ -127,9 +134,9 @@ class FileHistoryService:
             await anyio.to_thread.run_sync(lambda: opened.history.blobs.link_into(target, shas))
 
     async def track(
-        self, user: Any, session_id: str, path: str, message_id: str | None, phase: str
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+        self, user: Peer, session_id: str, path: str, message_id: str | None, phase: str
+    ) -> M.TrackResult:
+        host = await self.registry.host(session_id, user)
         _writable(host)
         opened = await self._history(host)
         async with opened.lock:
@@ -139,19 +146,18 @@ class FileHistoryService:
         backed_up = (data.get("files") or {}).get(key)
         state = backed_up if backed_up is not None else _state_of(data["seen"][key])
         self._publish(host, "track", data["messageId"], [key])
-        return {
-            "path": key,
-            "messageId": data["messageId"],
-            "state": state,
-            "backedUp": backed_up is not None,
-            "entryId": entry_id or "",
-        }
+        return M.TrackResult.model_construct(
+            path=key,
+            messageId=data["messageId"],
+            state=state,
+            backedUp=backed_up is not None,
+            entryId=entry_id or "",
+        )
 
-    async def checkpoint(self, user: Any, session_id: str, message_id: str) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    async def checkpoint(self, user: Peer, session_id: str, message_id: str) -> M.CheckpointResult:
+        host = await self.registry.host(session_id, user)
         _writable(host)
-        if message_id not in host.session.tree:
-            raise EntryNotFoundError(message_id)
+        require_entry(host.session, message_id)
         opened = await self._history(host)
         async with opened.lock:
             history = opened.history
@@ -161,10 +167,12 @@ class FileHistoryService:
             entry_id = await self._persist(host, opened, data)  # even empty: rewinding to it must work
         changed = sum(1 for k, v in files.items() if previous is None or previous.get(k) != v)
         self._publish(host, "checkpoint", message_id, sorted(files))
-        return {"messageId": message_id, "files": len(files), "changed": changed, "entryId": entry_id}
+        return M.CheckpointResult.model_construct(
+            messageId=message_id, files=len(files), changed=changed, entryId=entry_id
+        )
 
-    async def list(self, user: Any, session_id: str) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    async def list(self, user: Peer, session_id: str) -> M.FileHistoryListResult:
+        host = await self.registry.host(session_id, user)
         opened = await self._history(host)
         session = host.session
         out = []
@@ -178,17 +186,19 @@ class FileHistoryService:
                 {
                     "messageId": message_id,
                     "kind": opened.history.kinds.get(message_id, "checkpoint"),
-                    "prompt": content_text(content, "") if type(content) in (str, list) else None,
+                    "prompt": prompt_text(content) if type(content) in (str, list) else None,
                     "timestamp": get(entry, "timestamp") if entry is not None else None,
                     "files": len(files),
                     "changed": sum(1 for k, v in files.items() if previous is None or previous.get(k) != v),
                 }
             )
             previous = files
-        return {"checkpoints": out, "tracked": sorted(opened.history.tracked)}
+        return M.FileHistoryListResult.model_construct(
+            checkpoints=out, tracked=sorted(opened.history.tracked)
+        )
 
-    async def diff(self, user: Any, session_id: str, message_id: str, path: str | None) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    async def diff(self, user: Peer, session_id: str, message_id: str, path: str | None) -> M.DiffResult:
+        host = await self.registry.host(session_id, user)
         opened = await self._history(host)
         history = opened.history
         if message_id not in history.checkpoints:
@@ -198,22 +208,22 @@ class FileHistoryService:
             return [d.as_json() for d in history.diff(message_id, path)]
 
         files = await anyio.to_thread.run_sync(run)
-        return {
-            "files": files,
-            "added": sum(f.get("added", 0) for f in files),
-            "removed": sum(f.get("removed", 0) for f in files),
-        }
+        return M.DiffResult.model_construct(
+            files=files,
+            added=sum(f.get("added", 0) for f in files),
+            removed=sum(f.get("removed", 0) for f in files),
+        )
 
     async def rewind(
         self,
-        user: Any,
+        user: Peer,
         session_id: str,
         message_id: str,
         dry_run: bool,
         force: bool,
         conversation: bool,
-    ) -> dict[str, Any]:
-        host = await self.service.host(session_id, user)
+    ) -> M.RewindResult:
+        host = await self.registry.host(session_id, user)
         if conversation and not dry_run:
             _writable(host)  # moving the leaf writes the session: refuse before touching any file
         opened = await self._history(host)
@@ -224,7 +234,8 @@ class FileHistoryService:
             plan = await anyio.to_thread.run_sync(lambda: history.plan(message_id, force=force))
             if dry_run:
                 report = plan.as_json()
-                return {**_totals(report), "dryRun": True, "files": report["files"], "undoId": None}
+                dry: dict[str, Any] = {**_totals(report), "dryRun": True, "files": report["files"]}
+                return M.RewindResult.model_construct(**dry, undoId=None)
             undo_id = f"undo-{secrets.token_hex(6)}"
             undo = await anyio.to_thread.run_sync(lambda: history.undo_data(plan, undo_id))
             if undo.get("files"):
@@ -248,10 +259,10 @@ class FileHistoryService:
         ]
         self._publish(host, "rewind", message_id, changed, undoId=undo_id or None)
         if conversation and message_id in host.session.tree:
-            moved = await self.service.navigate(user, session_id, message_id, None, None, None, None)
-            out["leafId"] = moved.get("leafId")
-            out["editorText"] = moved.get("editorText")
-        return out
+            moved = await navigate(host, message_id)
+            out["leafId"] = moved.leafId
+            out["editorText"] = moved.editorText
+        return M.RewindResult.model_construct(**out)
 
 
 def _totals(report: dict[str, Any]) -> dict[str, int]:

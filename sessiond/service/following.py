@@ -33,15 +33,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import SessiondError
+from ..store.listing import ListingCache
 from ..store.opencode import DB_NAME, OpenCodeDatabase
 from .agent_roots import codex_dirs, is_codex_session_file, rollout_id
 from .catalog import UUID_STEM, Listed
-from .hub import WARNING
+from .config import WatchConfig
+from .hub import LIST_TOPIC
+from .peer import WARNING
+from .registry import SessionRegistry
+from .views import summary
 from .watcher import FileEvent, Watcher
 
 if TYPE_CHECKING:
     from .host import SessionHost
-    from .service import Service
 
 log = logging.getLogger("sessiond.watch")
 
@@ -61,9 +65,10 @@ class Follower:
     OPENCODE_POLL_INTERVAL = 0.25
     """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database."""
 
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        config = service.config.watch
+    def __init__(self, registry: SessionRegistry, listing: ListingCache, config: WatchConfig) -> None:
+        self.registry = registry
+        self.listing = listing
+        """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
         self.foreign = Watcher(
             self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
@@ -84,7 +89,7 @@ class Follower:
             return
         missing = []
         opencode = []
-        for root in self.service.catalog.roots:
+        for root in self.registry.catalog.roots:
             if root.format == "opencode":
                 opencode.append(root)
                 continue
@@ -93,7 +98,7 @@ class Follower:
                     self._watcher(root).watch_dir(directory, recursive=True)
                 else:
                     missing.append((root, directory))
-        for host in list(self.service.hosts.values()):
+        for host in list(self.registry.hosts.values()):
             self.opened(host)
         async with anyio.create_task_group() as tg:
             if missing:
@@ -133,21 +138,21 @@ class Follower:
             database.close()
 
     async def _opencode_changed(self, root: Any, listed: dict[str, float], first: bool) -> None:
-        service = self.service
+        registry = self.registry
         # Open sessions compare their own signature, so looking on the first version too is
         # harmless, and it catches commits made before the database could first be read.
-        for host in [h for h in list(service.hosts.values()) if h.root is root]:
+        for host in [h for h in list(registry.hosts.values()) if h.root is root]:
             await self._follow(host, FileEvent("grown", Path(host.session.path), 0, None, None))
-        if not service.hub.subscriber_count(self._list_topic()) and not first:
+        if not registry.hub.subscriber_count(LIST_TOPIC) and not first:
             listed.clear()
             return
-        infos = await anyio.to_thread.run_sync(lambda: service.catalog.list_all(root=root.name))
+        infos = await anyio.to_thread.run_sync(lambda: registry.catalog.list_all(root=root.name))
         current = {str(x.info.id): x for x in infos}
         if not first:
             for sid, x in current.items():
                 if sid not in listed or listed[sid] != x.info.modified_ms:
                     change = "added" if sid not in listed else "updated"
-                    self._send(sid, {"change": change, "session": self._summary(x), "path": x.info.path})
+                    self._send(sid, {"change": change, "session": summary(x), "path": x.info.path})
             for sid in [s for s in listed if s not in current]:
                 self._send(sid, {"change": "removed", "session": None, "path": None})
         listed.clear()
@@ -181,14 +186,14 @@ class Follower:
         for event in events:
             host = None
             try:
-                host = self.service.host_at(event.path)
+                host = self.registry.host_at(event.path)
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:
-                    self.service.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
+                    self.registry.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
                 else:
                     log.warning("%s: %s", event.path, message)
 
@@ -196,13 +201,13 @@ class Follower:
         session = host.session
         if event.kind == "deleted":
             self._publish_change(host, "deleted", None, host.session.entry_count)
-            self.service.drop_host(host)
+            self.registry.drop_host(host)
             return
         if event.kind in ("grown", "created"):
             result = await anyio.to_thread.run_sync(session.ingest)
             if result.reload_required is None:
                 if result.entries:
-                    self.service.file_history.forget(host.id)  # snapshots may have arrived
+                    self.registry.changed(host)  # file snapshots may have arrived, for one
                     host.announce_external(result.entries)
                 return
             kind = "replaced" if "replaced" in result.reload_required else "rewritten"
@@ -212,15 +217,7 @@ class Follower:
 
     async def _reload(self, host: SessionHost, reason: str) -> None:
         previous_leaf, previous_count = host.session.leaf_id, host.session.entry_count
-        root = host.root
-        fresh = await anyio.to_thread.run_sync(
-            lambda: self.service.catalog.open(root, host.session.path, self.service.config.durability)
-        )
-        old = host.session
-        host.replace_session(fresh)
-        self.service.file_history.forget(host.id)
-        old.close()
-        self.opened(host)
+        self.registry.serve(host, await self.registry.read_again(host))
         self._publish_change(host, reason, previous_leaf, previous_count)
         host.publish_usage(force=True)
 
@@ -228,7 +225,7 @@ class Follower:
         self, host: SessionHost, reason: str, previous_leaf: Any, previous_count: int
     ) -> None:
         session = host.session
-        self.service.hub.publish(
+        self.registry.hub.publish(
             host.id,
             {
                 "sessionUpdate": "external_change",
@@ -243,12 +240,10 @@ class Follower:
     # ------------------------------------------------------------------ listings
 
     def _list_update(self, event: FileEvent) -> None:
-        service = self.service
-        from .service import LIST_TOPIC, summary  # noqa: PLC0415 (the service imports this module)
-
-        if not service.hub.subscriber_count(LIST_TOPIC):
+        registry = self.registry
+        if not registry.hub.subscriber_count(LIST_TOPIC):
             return
-        root = service.catalog.root_of(event.path)
+        root = registry.catalog.root_of(event.path)
         if root.format == "claude-code" and not UUID_STEM.fullmatch(event.path.stem):
             return  # sub-agent transcripts and other files are not sessions
         if root.format == "codex" and not is_codex_session_file(root.path, event.path):
@@ -264,11 +259,11 @@ class Follower:
             self._send(session_id, {"change": "removed", "session": None, "path": str(event.path)})
             return
         if root.format == "claude-code":
-            info = service.catalog.claude_info(event.path)
+            info = registry.catalog.claude_info(event.path)
         elif root.format == "codex":
-            info = service.catalog.codex_listing.info(root.path, event.path)
+            info = registry.catalog.codex_listing.info(root.path, event.path)
         else:
-            info = service.listing.info(os.fspath(event.path))
+            info = self.listing.info(os.fspath(event.path))
         if info is None:
             return
         self._send(
@@ -280,23 +275,9 @@ class Follower:
             },
         )
 
-    @staticmethod
-    def _list_topic() -> str:
-        from .service import LIST_TOPIC  # noqa: PLC0415
-
-        return LIST_TOPIC
-
-    @staticmethod
-    def _summary(listed: Listed) -> dict[str, Any]:
-        from .service import summary  # noqa: PLC0415
-
-        return summary(listed)
-
     def _send(self, session_id: str, fields: dict[str, Any]) -> None:
-        from .service import LIST_TOPIC  # noqa: PLC0415
-
         update = {"sessionUpdate": "session_list_update", **fields}
-        for subscriber in self.service.hub.subscribers(LIST_TOPIC):
+        for subscriber in self.registry.hub.subscribers(LIST_TOPIC):
             subscriber.send_update(session_id, update)
 
 

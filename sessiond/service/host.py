@@ -16,11 +16,14 @@ from typing import Any
 
 import anyio
 
+from sessiond_protocol import methods as M
+
 from ..errors import JournalBrokenError, ReadOnlySessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
 from ..store.session import PendingAppend, ReadableSession, Session
+from . import views
 from .hub import Hub
 from .windows import context_window
 
@@ -36,7 +39,7 @@ class SessionHost:
         session: ReadableSession,
         hub: Hub,
         estimator: TokenEstimator,
-        window_for: Callable[[ReadableSession, Any], int | None],
+        window_for: views.WindowFor,
     ) -> None:
         self.session = session
         self.hub = hub
@@ -169,60 +172,30 @@ class SessionHost:
         """``usage_update`` when the numbers changed since the last one (or ``force``)."""
         if not self.hub.subscriber_count(self.id):
             return
-        usage = self.usage()
-        public = {k: usage[k] for k in USAGE_FIELDS}
+        public = usage_update_fields(self.usage())
         if force or public != self._last_usage:
             self._last_usage = public
             self.hub.publish(self.id, {"sessionUpdate": "usage_update", **public})
 
     # ------------------------------------------------------------------ reading
 
-    def usage(self) -> dict[str, Any]:
-        """How full the context is, with where the number comes from."""
-        session = self.session
-        projection = session.context()
-        estimate = session.context_usage(self.estimator)
-        model = projection.settings.model
-        size = self._window_for(session, model)
-        if not projection.messages:
-            used: int | None = 0
-            source = "unknown"
-        else:
-            used = int(estimate.tokens) if estimate.tokens == estimate.tokens else None
-            anchored = estimate.last_usage_index is not None
-            source = "api" if anchored and estimate.trailing_tokens == 0 else "estimate"
-        percent = round(used * 100 / size, 1) if size and used is not None else None
-        usage_tokens = int(estimate.usage_tokens) if estimate.usage_tokens == estimate.usage_tokens else None
-        trailing = (
-            int(estimate.trailing_tokens) if estimate.trailing_tokens == estimate.trailing_tokens else None
-        )
-        return {
-            "used": used,
-            "size": size,
-            "percent": percent,
-            "source": source,
-            "usageTokens": usage_tokens,
-            "trailingTokens": trailing,
-            "estimator": self.estimator.name,
-            "model": None if model is None else model,
-        }
+    def usage(self) -> M.UsageResult:
+        """How full the context is, with where the number comes from (``context/usage``)."""
+        return views.usage(self.session, self.estimator, self._window_for)
 
-    def describe(self) -> dict[str, Any]:
-        session = self.session
-        return {
-            "sessionId": session.id,
-            "path": str(session.path),
-            "cwd": session.cwd,
-            "name": session.name,
-            "leafId": session.leaf_id,
-            "entryCount": session.entry_count,
-            "header": session.header,
-            "saved": session.flushed,
-            "diagnostics": session.diagnostics.as_json(),
-            "format": getattr(self.root, "format", "pi"),
-            "root": getattr(self.root, "name", "sessiond"),
-            "readOnly": session.read_only is not None,
-        }
+    def describe(self) -> M.LoadResult:
+        """``session/load``'s answer."""
+        root = self.root
+        return views.describe(
+            self.session,
+            format=getattr(root, "format", "pi"),
+            root=getattr(root, "name", "sessiond"),
+        )
+
+
+def usage_update_fields(usage: M.UsageResult) -> dict[str, Any]:
+    """The fields of a ``usage_update`` (the public part of ``context/usage``)."""
+    return {k: getattr(usage, k) for k in USAGE_FIELDS}
 
 
 def entry_ids(entries: list[Any]) -> list[str]:
@@ -237,9 +210,14 @@ def _now_iso() -> str:
 
 def default_window_for(
     overrides: dict[str, int], settings_window: Callable[[str], int | None]
-) -> Callable[[ReadableSession, Any], int | None]:
+) -> views.WindowFor:
     """The context window of a session: its own setting, else the window the agent recorded
-    (Codex's ``model_context_window``), else config overrides, else the table."""
+    (Codex's ``model_context_window``), else config overrides, else the table.
+
+    Asked after every append (the compaction policy), so a model's window is looked up in the
+    tables once and remembered (the tables do not change while the daemon runs).
+    """
+    known: dict[tuple[str, str], int | None] = {}
 
     def window(session: ReadableSession, model: Any) -> int | None:
         own = settings_window(session.id)
@@ -249,6 +227,17 @@ def default_window_for(
         recorded = native() if callable(native) else None
         if type(recorded) is int and recorded > 0:
             return recorded
-        return context_window(get(model, "provider"), get(model, "modelId"), overrides)
+        provider, model_id = get(model, "provider"), get(model, "modelId")
+        if type(provider) is not str or type(model_id) is not str:
+            return context_window(provider, model_id, overrides)
+        if (provider, model_id) in known:
+            return known[provider, model_id]
+        if len(known) >= _KNOWN_MODELS:
+            known.clear()  # a client inventing model names cannot grow this
+        found = known[provider, model_id] = context_window(provider, model_id, overrides)
+        return found
 
     return window
+
+
+_KNOWN_MODELS = 256

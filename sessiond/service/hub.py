@@ -9,21 +9,17 @@ subscriber sees them in file order.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-ERROR, WARNING, INFO = 1, 2, 3
-"""``window/logMessage`` levels (LSP's ``MessageType``)."""
+from .peer import ERROR, INFO, WARNING, Peer
 
+__all__ = ["ERROR", "INFO", "LIST_TOPIC", "WARNING", "Hub", "Subscriber"]
 
-class Subscriber(Protocol):
-    @property
-    def id(self) -> int: ...
+Subscriber = Peer
+"""A subscriber is a peer (kept as a name: it says which role the hub uses)."""
 
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
-        """Queue a ``session/update`` notification (must not block)."""
-
-    def log_message(self, level: int, message: str) -> None:
-        """Queue a ``window/logMessage`` notification (must not block)."""
+LIST_TOPIC = "*sessions*"
+"""The topic of ``session_list_update`` (not a session id: ids cannot contain ``*``)."""
 
 
 class Hub:

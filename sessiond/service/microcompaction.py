@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sessiond_protocol import methods as M
+
 from ..compaction import micro
 from ..compaction.policy import timestamp_ms
-from ..errors import EntryNotFoundError
 from ..model.js import get
 from ..model.tokens import TokenEstimator
 from ..store.journal import Durability
 from ..store.session import PendingAppend
 from .compaction_settings import MicrocompactSettings
+from .views import require_entry
 
 if TYPE_CHECKING:
     from .host import SessionHost
@@ -62,15 +64,15 @@ async def clear_old_results(
     estimator: TokenEstimator,
     dry_run: bool,
     durability: Durability | None,
-) -> dict[str, Any]:
+) -> M.MicrocompactResult:
     """``compaction/microcompact``."""
     clearings = micro.plan_microcompact(host.session.context(), keep_recent, tools, estimator)
     written: list[str] = []
     if clearings and not dry_run:
         pending = host.writer().begin_append(micro.microcompact_specs(clearings), durability=durability)
         written = await host.complete(pending)
-    return {
-        "cleared": [
+    return M.MicrocompactResult.model_construct(
+        cleared=[
             {
                 "entryId": c.entry_id,
                 "toolName": c.tool_name if type(c.tool_name) is str else None,
@@ -78,24 +80,21 @@ async def clear_old_results(
             }
             for c in clearings
         ],
-        "entryIds": written,
-        "tokensSaved": sum(c.tokens_saved for c in clearings),
-    }
+        entryIds=written,
+        tokensSaved=sum(c.tokens_saved for c in clearings),
+    )
 
 
 async def snip(
     host: SessionHost, from_id: str, to_id: str, dry_run: bool, durability: Durability | None
-) -> dict[str, Any]:
+) -> M.SnipResult:
     """``compaction/snip``: hide ``from..to`` of the current branch from the context."""
     session = host.session
     for name, entry_id in (("fromEntryId", from_id), ("toEntryId", to_id)):
-        if entry_id not in session.tree:
-            missing = EntryNotFoundError(entry_id)  # -32011, as documented (was -32602)
-            missing.data["field"] = name
-            raise missing
+        require_entry(session, entry_id, name)  # -32011, as documented (was -32602)
     hidden = micro.plan_snip(session.current_branch(), session.context(), from_id, to_id)
     written: list[str] = []
     if hidden and not dry_run:
         pending = host.writer().begin_append(micro.snip_specs(hidden), durability=durability)
         written = await host.complete(pending)
-    return {"hidden": hidden, "entryIds": written}
+    return M.SnipResult.model_construct(hidden=hidden, entryIds=written)

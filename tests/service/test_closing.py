@@ -31,7 +31,7 @@ async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
     client = _User(1)
     ids = []
     for n in range(12):
-        sid = (await service.new_session(client, "/work/project"))["sessionId"]
+        sid = (await service.new_session(client, "/work/project")).sessionId
         ids.append(sid)
         for turn in range(3):
             await service.append(client, sid, [{"type": "message", "message": user(f"ask {n}.{turn}")}])
@@ -40,13 +40,13 @@ async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
             )
         await service.configure(client, sid, 200_000)
         prepared = await service.compactor.prepare(client, sid, 10, None, None)
-        assert prepared["prepared"], prepared
+        assert prepared.prepared, prepared
     assert len(service.hosts) == 12 and service.compactor._preparations
 
     service.release(client)
 
     assert not service.hosts
-    assert not service._paths
+    assert not service.registry._paths
     assert not service.settings._cache
     assert not service.compactor._preparations
     assert not service.compactor.recovery
@@ -55,6 +55,6 @@ async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
     # what was closed is only forgotten in memory: reopening finds the file and its settings
     again = _User(2)
     loaded = await service.load(again, ids[0], subscribe=False)
-    assert loaded["sessionId"] == ids[0]
+    assert loaded.sessionId == ids[0]
     assert service.settings.get(ids[0])["contextWindow"] == 200_000
     service.close_all()

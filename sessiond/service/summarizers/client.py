@@ -15,19 +15,16 @@ summarizer unavailable.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
 from ...compaction.summary import SummaryRequest, SummaryResponse
 from ...errors import ClientRequestError, SummarizerUnavailableError
+from ..peer import Peer
 
-
-class SummarizingClient(Protocol):
-    id: int
-    summarizer: bool
-
-    async def request_client(self, method: str, params: Any) -> Any: ...
+SummarizingClient = Peer
+"""A peer that declared the ``summarizer`` capability (the service chooses it)."""
 
 
 def _text_of(content: Any) -> tuple[str, bool]:

@@ -119,7 +119,7 @@ class MessageReader:
                     head = await self._read_head()
             except TimeoutError:
                 raise FramingError(f"no complete message header within {self.header_timeout:g} s") from None
-        if head is None or type(head) is bytes:
+        if head is None or isinstance(head, bytes):
             return head
         return await self._read_body(head)
 

@@ -7,7 +7,6 @@ it. Numbers are the providers' documented input windows as of late 2026.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Final
 
@@ -78,13 +77,6 @@ def context_window(
         if best is not None:
             return overrides[best]
     # Provider-routed ids such as "anthropic/claude-sonnet-4" or "models/gemini-2.5-pro".
-    return _builtin_window(model.rsplit("/", 1)[-1])
-
-
-@functools.lru_cache(maxsize=1024)
-def _builtin_window(name: str) -> int | None:
-    """The table's longest prefix of ``name``. Memoised: it is asked after every appended
-    assistant message (the compaction threshold), and scanning the table was ~35 string
-    comparisons, a fifth of the after-append checks."""
+    name = model.rsplit("/", 1)[-1]
     best_key = max((k for k in BUILTIN if name.startswith(k)), key=len, default=None)
     return BUILTIN[best_key] if best_key is not None else None

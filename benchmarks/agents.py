@@ -66,8 +66,12 @@ def make_rollout(out: Path, size_mb: int) -> Path:
         written, copy = len(head), 0
         while written < size_mb * MIB:
             copy += 1
+
+            def renumber(m: re.Match[bytes], c: int = copy) -> bytes:
+                return b'"call_%s_%d"' % (m.group(1), c)
+
             for line in body:
-                line = call.sub(lambda m, c=copy: b'"call_%s_%d"' % (m.group(1), c), line)
+                line = call.sub(renumber, line)
                 f.write(line)
                 written += len(line)
                 if written >= size_mb * MIB:

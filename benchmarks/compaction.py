@@ -55,7 +55,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks.harness import (
     BENCH_DIR,
@@ -70,7 +70,7 @@ from benchmarks.harness import (
     module_command,
 )
 from benchmarks.pi_sessions import Corpus
-from sessiond.compaction.prepare import CompactionSettings, NoCompaction
+from sessiond.compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
 from sessiond.compaction.summary import describe_preparation
 from sessiond.store.session import Session
 from sessiond_client import Client
@@ -361,7 +361,7 @@ def prepare_child(cfg: dict[str, Any]) -> dict[str, Any]:
         def work() -> None:
             for _ in range(cfg["profile"]):
                 p = session.prepare_compaction(settings)
-                describe_preparation(p, None, cfg["maxTokens"])  # type: ignore[arg-type]
+                describe_preparation(cast(CompactionPreparation, p), None, cfg["maxTokens"])  # prepared above
 
         prof = cProfile.Profile()
         prof.runcall(work)

@@ -174,7 +174,7 @@ def _profile_top(prof: cProfile.Profile, path: Path, n: int) -> dict[str, list[d
     prof.dump_stats(str(path))
     stats = pstats.Stats(str(path), stream=io.StringIO())
     rows = []
-    for (file, line, func), (_cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (file, line, func), (_cc, nc, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]  # not in typeshed's pstats
         where = file
         for marker in ("/sessiond/", "/site-packages/", "/lib/python"):
             if marker in file:

@@ -269,7 +269,8 @@ class Generator:
             self.leaf = entry["id"]
             cum = (self.path[-1][1] if self.path else 0) + n
             self.path.append((entry["id"], cum, user))
-        return entry.get("id", "")
+        eid: str = entry.get("id", "")
+        return eid
 
     def base(self, type_: str, lo_ms: int = 50, hi_ms: int = 2000) -> dict[str, Any]:
         return {

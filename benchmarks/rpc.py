@@ -286,7 +286,7 @@ def _params(cfg: dict[str, Any], msgs: list[dict[str, Any]], i: int) -> tuple[st
 
 
 def _on_update(update: dict[str, Any], t: float, recv: list[Any], kinds: dict[str, int]) -> None:
-    kind = update.get("sessionUpdate")
+    kind: str = update.get("sessionUpdate", "missing")  # counted by kind: every update names one
     kinds[kind] = kinds.get(kind, 0) + 1
     if kind == "entries_appended":
         recv.extend((eid, t) for eid in update["entryIds"])
@@ -696,7 +696,7 @@ def profile_report(path: Path, requests: int, top: int) -> dict[str, Any]:
     import pstats  # noqa: PLC0415
 
     stats = pstats.Stats(str(path), stream=io.StringIO())
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]  # not in typeshed's pstats
     total = sum(v[2] for v in raw.values())
     rows = []
     for func, (cc, nc, tt, ct, _callers) in raw.items():

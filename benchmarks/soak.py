@@ -65,7 +65,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from benchmarks.harness import OUT_DIR, REPO, Daemon, module_command, monotonic, pct
 
@@ -181,7 +181,7 @@ class Worker:
         self.rec: Recorder | None = None
         self.t0 = 0.0
         self.end = 0.0
-        self.epoch_len = cfg["epoch"]
+        self.epoch_len: float = cfg["epoch"]
 
     # -- time -----------------------------------------------------------------
 
@@ -794,9 +794,9 @@ def verify_files(
     updates_seen = 0
     for res in results:
         for s in res["seen"]:
-            order = file_order.get(s["sessionId"])
-            if order is None:
+            if s["sessionId"] not in file_order:
                 continue
+            order = file_order[s["sessionId"]]
             pos = {eid: i for i, eid in enumerate(order)}
             segment: list[str] = []
             for eid in [*s["ids"], None]:
@@ -960,7 +960,8 @@ def expect_line(proc: subprocess.Popen[str], word: str, timeout: float) -> None:
     t.start()
     t.join(timeout)
     if not result or result[0].strip() != word:
-        raise RuntimeError(f"child {proc.args[3:4]} said {result[:1]!r}, expected {word!r}")
+        argv = cast("list[str]", proc.args)  # spawn() passes a list
+        raise RuntimeError(f"child {argv[3:4]} said {result[:1]!r}, expected {word!r}")
 
 
 def orchestrate(args: argparse.Namespace) -> dict[str, Any]:

@@ -849,6 +849,8 @@ class ClaudeSynth:
         tid = self._id("toolu_01")
         k = r.random()
         out = self.text(r.randint(200, 8000))
+        use: dict[str, Any]
+        result: dict[str, Any]
         if k < 0.45:
             path = f"{self.CWD}/src/{self.text(12).strip().replace(' ', '_') or 'x'}.ts"
             use = {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": path}}

@@ -99,11 +99,13 @@ class FakeModel:
 
 
 class Agent:
+    updates: UpdateStream
+    """The session's update stream, from run() on."""
+
     def __init__(self, workspace: Path, model: FakeModel) -> None:
         self.workspace = workspace
         self.model = model
         self.client: SessiondClient | None = None
-        self.updates: UpdateStream = None  # type: ignore[assignment]  # set in run()
         self.sid = ""
         self.log: list[str] = []
         self.compacting: set[str] = set()
@@ -206,7 +208,7 @@ class Agent:
         while self.compacting:
             self.note(await self.updates.next(timeout=30))
         listed = await self.c.file_history_list(self.sid)
-        first = listed.checkpoints[0].messageId
+        first: str = listed.checkpoints[0].model_dump()["messageId"]  # an extra field of the open model
         plan = await self.c.file_history_rewind(self.sid, first, dry_run=True)
         would = sorted(f["path"] for f in plan.model_dump()["files"] if f["action"] != "none")
         self.say(f"rewinding to the first prompt would touch: {', '.join(would)}")

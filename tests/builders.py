@@ -85,8 +85,9 @@ class Ledger:
 
     def _add(self, entry: dict[str, Any]) -> str:
         self.entries.append(entry)
-        self.leaf = entry["id"]
-        return entry["id"]
+        eid: str = entry["id"]
+        self.leaf = eid
+        return eid
 
     def _next(self, eid: str | None) -> str:
         return eid if eid is not None else next(self._ids)

@@ -32,7 +32,9 @@ def oracle_dir() -> Path | None:
     """Where pi-oracle is installed (``scripts/setup-oracle``), or None."""
     candidates = [os.environ.get("PI_ORACLE_DIR"), str(REPO / ".cache" / "pi-oracle")]
     for c in candidates:
-        installed = c and (Path(c) / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir()
+        if not c:
+            continue
+        installed = (Path(c) / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir()
         if installed and shutil.which("node"):
             return Path(c)
     return None

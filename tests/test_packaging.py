@@ -23,6 +23,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,10 +43,10 @@ SHIPPED = [
 NOT_SHIPPED = ("tests/", "benchmarks/", "examples/", "docs/", "scripts/", ".venv/")
 
 
-def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, **kwargs)  # type: ignore[call-overload]
+def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, **kwargs)
     assert done.returncode == 0, f"{argv}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
-    return done  # type: ignore[no-any-return]
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,7 @@ def test_the_wheel_installs_and_runs_outside_the_checkout(wheel: Path, tmp_path:
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "SESSIOND_HOME": str(home / "store")}
-    elsewhere = {"cwd": str(home), "env": env}
+    elsewhere: dict[str, Any] = {"cwd": str(home), "env": env}
     imported = _run(
         [
             str(python),
@@ -156,7 +157,7 @@ def test_the_wheel_installs_and_runs_outside_the_checkout(wheel: Path, tmp_path:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        **elsewhere,  # type: ignore[arg-type]
+        **elsewhere,
     )
     try:
         deadline = time.monotonic() + 60

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessiond.compaction import CompactionSettings, prepare_compaction
-from sessiond.compaction.prepare import CompactionPreparation
+from sessiond.compaction.prepare import CompactionPreparation, NoCompaction
 from sessiond.formats.pi import parse_session
 from sessiond.model.messages import convert_to_llm
 from sessiond.model.projection import project
@@ -145,7 +145,8 @@ def test_worked_example() -> None:
         ("user", "整理文档"),
         ("assistant", "文档已整理"),
     ]
-    assert prepare_compaction(s.tree().branch(), CompactionSettings()).reason == "already_compacted"  # type: ignore[union-attr]
+    again = prepare_compaction(s.tree().branch(), CompactionSettings())
+    assert isinstance(again, NoCompaction) and again.reason == "already_compacted"
     assert reloaded_leaf(s) == "C1"
 
     # 8. overflow: the failed attempt is kept in the ledger but omitted from the context

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -206,10 +208,10 @@ def _subcommands_with(option: str) -> list[str]:
 
     parser = build_parser()
     action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    # argparse types a subparsers action's choices as any iterable; here it is the name → parser map.
+    subparsers = cast("dict[str, argparse.ArgumentParser]", action.choices)
     return sorted(
-        name
-        for name, sub in action.choices.items()  # type: ignore[attr-defined]
-        if any(option in a.option_strings for a in sub._actions)
+        name for name, sub in subparsers.items() if any(option in a.option_strings for a in sub._actions)
     )
 
 

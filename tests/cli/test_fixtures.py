@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def _first_column(text: str) -> list[str]:
     return [line[4:].split()[0] for line in text.splitlines()[1:] if line[:4] in ("├── ", "└── ")]
 
 
-def _parent_path(nodes: list[dict], leaf: str) -> list[str]:
+def _parent_path(nodes: list[dict[str, Any]], leaf: str) -> list[str]:
     parent = {n["id"]: n["parentId"] for n in nodes}
     path = [leaf]
     while parent.get(path[-1]) is not None:
@@ -84,10 +85,10 @@ def test_tree_of_each_fixture(path: Path, tmp_path: Path) -> None:
     leaf_lines = [line for line in lines if line.endswith("◀ leaf")]
     assert len(leaf_lines) == 1 and tree["leafId"] in leaf_lines[0]
     # The path to the leaf reads straight down the first column; side branches are nested.
-    path = _parent_path(tree["nodes"], tree["leafId"])
+    branch = _parent_path(tree["nodes"], tree["leafId"])
     column = _first_column(plain.stdout)
-    start = column.index(path[0])  # before it: other roots (each nested); after: below the leaf
-    assert column[start : start + len(path)] == path
+    start = column.index(branch[0])  # before it: other roots (each nested); after: below the leaf
+    assert column[start : start + len(branch)] == branch
     drawn = {line.lstrip("│ ├└─").split()[0] for line in lines[1:]}
     assert set(tree["branchIds"]) <= drawn
     branch_points = sum(1 for n in tree["nodes"] if n["childCount"] > 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from tests.cli.conftest import (
     CLAUDE_CWD,
@@ -19,9 +20,10 @@ from tests.cli.conftest import (
 )
 
 
-def js(r: subprocess.CompletedProcess[str]) -> dict:
+def js(r: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    answer: dict[str, Any] = json.loads(r.stdout)
+    return answer
 
 
 def test_ls_lists_every_root_as_a_table_and_as_json(cli: Cli) -> None:

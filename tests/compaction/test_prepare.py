@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sessiond.compaction import (
     CompactionSettings,
     FileOps,
@@ -186,7 +188,7 @@ def test_file_lists_sorted_in_utf16_order_and_formatted() -> None:
 
 
 def test_serialization_truncates_tool_results_and_skips_thinking() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {
             "role": "user",
             "content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "", "mimeType": "x"}],

@@ -61,7 +61,8 @@ def test_created_and_deleted_files_use_dev_null(env: tuple[BlobStore, Workspace,
     deleted = diff_states("n.txt", f, MISSING, blobs, ws)
     assert deleted.diff is not None and deleted.diff.startswith("--- a/n.txt\n+++ /dev/null\n")
     assert (deleted.added, deleted.removed) == (0, 2)
-    assert diff_states("/abs/x", MISSING, f, blobs, ws).diff.startswith("--- /dev/null\n+++ b/abs/x\n")  # type: ignore[union-attr]
+    absolute = diff_states("/abs/x", MISSING, f, blobs, ws).diff
+    assert absolute is not None and absolute.startswith("--- /dev/null\n+++ b/abs/x\n")
 
 
 def test_lines_split_on_newlines_only(env: tuple[BlobStore, Workspace, Path]) -> None:

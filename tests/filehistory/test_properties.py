@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -43,7 +44,8 @@ def test_rewinds_restore_each_prompt(
             s.checkpoint(f"p{i}")
             for o in ops:
                 if o[0] == "write":
-                    s.write(str(o[1]), bytes(o[2]), int(o[3]))  # type: ignore[call-overload]
+                    _, path, content, mode = cast("tuple[str, str, bytes, int]", o)
+                    s.write(path, content, mode)
                 elif o[0] == "delete" and (cwd / str(o[1])).exists():
                     s.delete(str(o[1]))
                 elif o[0] == "rename" and o[1] != o[2] and (cwd / str(o[1])).exists():

@@ -210,7 +210,13 @@ def test_bad_root_identities_are_invalid_snapshots(store: Path, cwd: Path) -> No
     from sessiond.filehistory import InvalidSnapshotError  # noqa: PLC0415
 
     s = Session(store, cwd)
-    for roots in ([], {"": {"dev": 1, "ino": 2}}, {str(cwd): {"dev": "1", "ino": 2}}, {str(cwd): {"ino": 2}}):
+    bad_roots: list[object] = [
+        [],
+        {"": {"dev": 1, "ino": 2}},
+        {str(cwd): {"dev": "1", "ino": 2}},
+        {str(cwd): {"ino": 2}},
+    ]
+    for roots in bad_roots:
         with pytest.raises(InvalidSnapshotError):
             s.history.replay({"messageId": "p1", "kind": "checkpoint", "files": {}, "roots": roots})
     assert s.history.checkpoints == {}

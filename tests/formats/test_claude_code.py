@@ -186,6 +186,7 @@ def test_compact_boundary_2_1_39() -> None:
     tree = SessionTree(cc.to_pi_entries(t))
     assert [n.entry["id"] for n in tree.tree()] == ["858a6db7-6721-4caa-b306-39ec1f17cbf1", boundary]
     entry = tree.get(boundary)
+    assert entry is not None
     assert entry["customType"] == "claude-code.system/compact_boundary"
     assert entry["data"]["compactMetadata"] == {"trigger": "manual", "preTokens": 142431}
     # the last assistant's usage is Claude's real context size
@@ -942,7 +943,8 @@ def test_inline_and_nested_subagents_synthetic(tmp_path: Path) -> None:
     main.write_bytes(b.data())
     sub = tmp_path / "sess" / "subagents"
     sub.mkdir(parents=True)
-    for agent, extra in (("n1", {}), ("n2", {})):
+    extras: tuple[tuple[str, dict[str, Any]], ...] = (("n1", {}), ("n2", {}))
+    for agent, extra in extras:
         s = Builder("sess")
         s.user("x1", None, "do", isSidechain=True, agentId=agent)
         s.text("x2", "x1", "did", "mx", isSidechain=True, agentId=agent, **extra)

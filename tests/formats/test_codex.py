@@ -42,10 +42,10 @@ META = line("session_meta", {"id": "t-1", "cwd": "/w", "cli_version": "0.99.0", 
 
 
 def context_texts(thread: Thread) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     for _, m in thread.context():
         blocks = m["content"]
-        text = " ".join(b.get("text", b.get("name", "")) for b in blocks if isinstance(b, dict))
+        text = " ".join(str(b.get("text", b.get("name", ""))) for b in blocks if isinstance(b, dict))
         out.append((m["role"], text))
     return out
 

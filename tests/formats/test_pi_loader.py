@@ -97,7 +97,8 @@ def test_duplicate_ids_last_wins_and_leaf_is_last_line() -> None:
     s = parse_session(HEADER + line("a", None) + line("b", "a") + line("a", None, note=2))
     tree = SessionTree(s.entries)
     assert len(tree) == 2
-    assert tree.get("a")["note"] == 2
+    a = tree.get("a")
+    assert a is not None and a["note"] == 2
     assert tree.leaf_id == "a"
 
 

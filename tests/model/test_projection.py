@@ -189,7 +189,7 @@ def test_null_content_is_normalised() -> None:
 
 
 def test_convert_to_llm_texts_are_pis() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {"role": "branchSummary", "summary": "S", "fromId": "x", "timestamp": 0},
         {"role": "compactionSummary", "summary": "C", "tokensBefore": 1, "timestamp": 0},
         {"role": "custom", "customType": "t", "content": "hello", "display": True, "timestamp": 0},
@@ -227,7 +227,7 @@ def test_bash_execution_text() -> None:
 
 
 def test_current_system_message_replays_sections_and_tools() -> None:
-    msgs = [
+    msgs: list[dict[str, Any]] = [
         {
             "role": "system",
             "content": "base",

@@ -94,7 +94,8 @@ def test_duplicate_ids_last_wins_and_are_reported() -> None:
     entries = [_entry("a", None), _entry("b", "a", note=1), _entry("b", "a", note=2)]
     tree = SessionTree(entries)
     assert len(tree) == 2
-    assert tree.get("b")["note"] == 2
+    b = tree.get("b")
+    assert b is not None and b["note"] == 2
     assert tree.diagnostics().duplicate_ids == {"b": 2}
     # Pi's getTree shows the (last) node once per line that carries its id.
     assert count_nodes(tree.tree()) == 3

@@ -348,7 +348,7 @@ class _Gen:
             )
         _check_numbers(entry)
         self.lines.append(dumps(entry))
-        eid = entry["id"]
+        eid: str = entry["id"]
         if eid not in self.by_id:
             self.order.append(eid)
         self.by_id[eid] = entry
@@ -452,6 +452,7 @@ class _Gen:
 
     def rand_len(self, kind: str) -> int:
         r = self.rng.random()
+        table: tuple[tuple[float, int, int], ...]
         if kind == "tool":
             table = ((0.15, 0, 20), (0.6, 20, 300), (0.88, 300, 1500), (0.98, 1500, 5000), (1.0, 5000, 9000))
         elif kind == "user":

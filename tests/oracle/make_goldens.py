@@ -107,7 +107,7 @@ def _reject(name: str) -> Any:
 
 def parse_lines(text: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Pi-like tolerant parse: split on \\n, skip blank lines, skip lines JSON.parse rejects."""
-    stats = collections.Counter()
+    stats: collections.Counter[str] = collections.Counter()
     entries: list[dict[str, Any]] = []
     for line in text.split("\n"):
         if not line.strip(" \t\r\n\ufeff\u00a0"):

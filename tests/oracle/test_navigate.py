@@ -136,7 +136,7 @@ def compare(mine: dict[str, Any], pi: dict[str, Any], where: str) -> list[str]:
             theirs[name] = pi[name]
         if "firstKeptEntryId" in mine:
             theirs["firstKeptEntryId"] = pi["firstKeptEntryId"]
-    ours = {name: mine.get(name) for name in theirs}
+    ours: dict[str, Any] = {name: mine.get(name) for name in theirs}
     if where == "appended":
         # The two appended entries have fresh ids on each side (they are the last two).
         ours["contextEntryIds"] = ours["contextEntryIds"][:-2] + ["appended"] * 2

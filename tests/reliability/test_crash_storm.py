@@ -222,8 +222,9 @@ def check_files(
         assert len(ids) == len(set(ids)), f"session {n}: an entry id appears twice"
         # Junk lines are exactly the fragments earlier kills tore, once a later append terminated
         # them; a fragment nobody appended after yet is still the unterminated tail.
-        if pending[n] is not None and lines.junk == [*junk[n], pending[n]]:
-            junk[n], pending[n] = [*junk[n], pending[n]], None
+        torn_before = pending[n]
+        if torn_before is not None and lines.junk == [*junk[n], torn_before]:
+            junk[n], pending[n] = [*junk[n], torn_before], None
         assert lines.junk == junk[n], f"session {n}: a line does not parse: {lines.junk!r:.300}"
         if pending[n] is not None:
             assert lines.torn == pending[n], f"session {n}: the torn tail changed"

@@ -43,7 +43,7 @@ class Agent:
             "session/append",
             {"sessionId": self.sid, "entries": [{"type": "message", "message": user(text)}]},
         )
-        prompt_id = appended["leafId"]
+        prompt_id: str = appended["leafId"]
         await call(self.client, "fileHistory/checkpoint", {"sessionId": self.sid, "messageId": prompt_id})
         return prompt_id
 

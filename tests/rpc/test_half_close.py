@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def _lifecycle(framing: str) -> bytes:
     return b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
 
 
-def _messages(data: bytes) -> list[dict[str, object]]:
+def _messages(data: bytes) -> list[dict[str, Any]]:
     if data.lstrip().startswith(b"{"):
         return [json.loads(line) for line in data.splitlines() if line.strip()]
     out = []

@@ -41,7 +41,9 @@ def file_lines(path: str) -> list[dict[str, Any]]:
 async def test_initialize_answers_capabilities(daemon: Daemon) -> None:
     client = await daemon.client(initialize=False)
     result = await client.request("initialize", {"protocolVersion": 1, "clientInfo": {"name": "t"}})
-    METHODS["initialize"].result.model_validate(result)  # type: ignore[union-attr]
+    model = METHODS["initialize"].result
+    assert model is not None
+    model.model_validate(result)
     assert result["serverInfo"]["name"] == "sessiond"
     assert set(result["capabilities"]["methods"]) == set(METHODS)
     with pytest.raises(RpcError) as exc:

@@ -79,13 +79,13 @@ async def test_eight_agents_two_subscribers(daemon: Daemon) -> None:
     path = (await owner.request("session/load", {"sessionId": sid}))["path"]
     raw = Path(path).read_bytes()
     assert raw.endswith(b"\n")
-    lines = [json.loads(x) for x in raw.split(b"\n") if x]  # every line parses: nothing interleaved
-    ids = [e["id"] for e in lines[1:]]
+    records = [json.loads(x) for x in raw.split(b"\n") if x]  # every line parses: nothing interleaved
+    ids = [e["id"] for e in records[1:]]
     assert ids[0] == first["entryIds"][0]
     assert sorted(ids[1:]) == sorted(acked)  # each acknowledged entry exactly once
     for got in seen:
         assert got == ids[1:]  # every subscriber saw every entry, in file order
-    for prev, cur in itertools.pairwise(lines[1:]):
+    for prev, cur in itertools.pairwise(records[1:]):
         assert cur["parentId"] == prev["id"]  # appends were serialised: one chain
     loaded = load_session(path)
     assert loaded.diagnostics.unparsable_lines == 0 and len(loaded.entries) == len(ids)

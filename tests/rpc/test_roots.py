@@ -86,13 +86,14 @@ async def test_pi_sessions_are_listed_and_read_only(tmp_path: Path) -> None:
         context = await call(client, "context/get", {"sessionId": "pi-own-1"})
         assert [m["entryId"] for m in context["messages"]] == ["a1", "a2"]
         before = path.read_bytes()
-        for method, params in [
+        writes: list[tuple[str, dict[str, Any]]] = [
             ("session/append", {"entries": [{"type": "message", "message": user("no")}]}),
             ("session/setName", {"name": "x"}),
             ("tree/label", {"entryId": "a1", "label": "x"}),
             ("tree/navigate", {"targetId": "a1"}),
             ("context/edit", {"targetId": "a1", "replacement": None}),
-        ]:
+        ]
+        for method, params in writes:
             with pytest.raises(RpcError) as exc:
                 await client.request(method, {"sessionId": "pi-own-1", **params})
             assert exc.value.code == ErrorCode.READ_ONLY, method

@@ -287,6 +287,30 @@ async def test_one_daemon_per_store(daemon: Daemon) -> None:
     assert proc.stderr.count("\n") == 1
 
 
+async def test_a_daemon_of_another_store_does_not_take_over_a_live_socket(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """The store lock cannot exclude a daemon of another store given the same ``--socket``: it
+    must refuse instead of unlinking the live socket (which handed the first daemon's clients to
+    the wrong store), and the first daemon keeps answering there."""
+    other = tmp_path / "other-store"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessiond", "serve", "--store", str(other), "--socket", str(daemon.socket)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=daemon.env,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert f"already running on the socket {daemon.socket}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    client = await daemon.client()
+    info = await client.request("daemon/status", {})
+    assert info["store"] == str(daemon.store)
+    await client.close()
+
+
 async def test_socket_permissions(daemon: Daemon) -> None:
     assert oct(daemon.socket.stat().st_mode & 0o777) == "0o600"
     assert oct(daemon.socket.parent.stat().st_mode & 0o777) == "0o700"
@@ -338,7 +362,8 @@ async def test_stdio_server(tmp_path: Path) -> None:
     assert params["update"]["sessionUpdate"] == "entries_appended"
     await client.request("shutdown")
     await client.notify("exit")
-    assert await asyncio.wait_for(client._process.wait(), 10) == 0  # type: ignore[union-attr]
+    assert client._process is not None
+    assert await asyncio.wait_for(client._process.wait(), 10) == 0
 
 
 @pytest.mark.parametrize("framing", ["content-length", "ndjson"])

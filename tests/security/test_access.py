@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,7 +149,9 @@ def test_a_tracked_file_swapped_for_a_symlink_is_not_followed(
         ({"cwd": "/tmp/x", "sessionId": ".hidden"}, "sessionId"),
     ],
 )
-def test_session_paths(daemon: Daemon, work: tuple[RawClient, str, Path], params: dict, field: str) -> None:  # type: ignore[type-arg]
+def test_session_paths(
+    daemon: Daemon, work: tuple[RawClient, str, Path], params: dict[str, Any], field: str
+) -> None:
     c, _sid, _cwd = work
     before = snapshot(daemon.store)
     answer = c.request("session/new", params)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 
 from sessiond.rpc.framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
 from sessiond_protocol import ErrorCode
-from tests.harness.daemon import start_daemon
+from tests.harness.daemon import Daemon, start_daemon
 from tests.security.conftest import RawClient, wait_for_log
 from tests.security.fuzz import fuzz
 
@@ -86,8 +88,8 @@ def chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     return [p for p in pieces if p]
 
 
-def run(coro: object) -> list[bytes | Exception]:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+def run(coro: Coroutine[Any, Any, list[bytes | Exception]]) -> list[bytes | Exception]:
+    return asyncio.run(coro)
 
 
 # ------------------------------------------------------------------ unit level
@@ -176,7 +178,7 @@ def test_header_timeout_unit() -> None:
     """A silent new connection and a header that stops half-way are refused; a pause *between*
     messages is not (idle agents keep their connection)."""
 
-    async def scenario() -> tuple[list[object], ...]:
+    async def scenario() -> tuple[Sequence[object], ...]:
         silent = await read_all([], header_timeout=0.2, eof=False)
         half = await read_all([b"Content-Le"], header_timeout=0.2, eof=False)
         half_ndjson = await read_all([b'{"a":1}\n{"b"'], header_timeout=0.2, eof=False)
@@ -201,7 +203,7 @@ def test_header_timeout_unit() -> None:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d = start_daemon(
         tmp_path_factory.mktemp("framing"),
         config="[limits]\nmax_message_bytes = 65536\nmax_header_bytes = 1024\nheader_timeout = 1.0\n",
@@ -215,7 +217,7 @@ def lsp(body: bytes) -> bytes:
     return frame(body, Framing.LSP)
 
 
-def test_daemon_answers_garbage_and_keeps_serving(daemon) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_answers_garbage_and_keeps_serving(daemon: Daemon) -> None:
     bystander = RawClient.unix(daemon.socket)
     assert "result" in bystander.initialize()
     cases = [
@@ -239,7 +241,7 @@ def test_daemon_answers_garbage_and_keeps_serving(daemon) -> None:  # type: igno
     bystander.close()
 
 
-def test_daemon_ndjson_with_embedded_garbage(daemon) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_ndjson_with_embedded_garbage(daemon: Daemon) -> None:
     c = RawClient.unix(daemon.socket)
     assert "result" in c.initialize()
     garbage = [b"{not json", b"\xff\xfe\xfd", b"[1,2,3]", b'"just a string"', b"{}", b"{" * 5000, b"null"]
@@ -262,7 +264,7 @@ def test_daemon_ndjson_with_embedded_garbage(daemon) -> None:  # type: ignore[no
 
 @given(st.lists(st.integers(0, 4000), min_size=1, max_size=12), st.sampled_from(list(Framing)))
 @fuzz(8)
-def test_daemon_random_chunking_of_a_valid_stream(daemon, cuts: list[int], framing: Framing) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_random_chunking_of_a_valid_stream(daemon: Daemon, cuts: list[int], framing: Framing) -> None:
     requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}]
     requests += [
         {"jsonrpc": "2.0", "id": i, "method": "session/list", "params": {"limit": i}} for i in range(2, 8)
@@ -283,7 +285,7 @@ def test_daemon_random_chunking_of_a_valid_stream(daemon, cuts: list[int], frami
     c.close()
 
 
-def test_daemon_closes_connections_that_never_finish_a_header(daemon) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_closes_connections_that_never_finish_a_header(daemon: Daemon) -> None:
     """``header_timeout = 1.0``: silent and half-header connections are closed (and logged);
     an initialized connection idle for longer keeps working."""
     idle = RawClient.unix(daemon.socket)

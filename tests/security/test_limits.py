@@ -9,6 +9,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_every_limit_has_a_documented_default() -> None:
 @pytest.mark.parametrize(
     "key,value", [("max_connections", 0), ("header_timeout", -1.0), ("max_in_flight", "8"), ("nope", 1)]
 )
-def test_wrong_limits_stop_the_daemon_with_the_key(tmp_path, key: str, value: object) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_limits_stop_the_daemon_with_the_key(tmp_path: Path, key: str, value: object) -> None:
     (tmp_path / "c.toml").write_text(f"[limits]\n{key} = {json.dumps(value)}\n")
     with pytest.raises(ConfigError) as exc:
         load_config({"SESSIOND_CONFIG": str(tmp_path / "c.toml")}, root=tmp_path / "s")

@@ -3,32 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sessiond.service.config import load_config
 from sessiond.service.service import Service
 from tests.builders import assistant, user
+from tests.service.peers import FakePeer
 
 pytestmark = pytest.mark.anyio
 
 
-class _User:
-    def __init__(self, ident: int) -> None:
-        self.id = ident
-        self.updates: list[tuple[str, dict[str, Any]]] = []
-
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
-        self.updates.append((session_id, update))
-
-    def log_message(self, level: int, message: str) -> None:
-        self.updates.append(("", {"level": level, "message": message}))
-
-
 async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
     service = Service(load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock"))
-    client = _User(1)
+    client = FakePeer()
     ids = []
     for n in range(12):
         sid = (await service.new_session(client, "/work/project")).sessionId
@@ -53,7 +41,7 @@ async def test_closed_sessions_leave_nothing_behind(tmp_path: Path) -> None:
     assert not service.file_history._open
     assert not service.hub._subs
     # what was closed is only forgotten in memory: reopening finds the file and its settings
-    again = _User(2)
+    again = FakePeer()
     loaded = await service.load(again, ids[0], subscribe=False)
     assert loaded.sessionId == ids[0]
     assert service.settings.get(ids[0])["contextWindow"] == 200_000

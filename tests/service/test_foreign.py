@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sessiond.errors import ReadOnlySessionError
+from sessiond.service.results import wire
 from sessiond.service.service import Service
 from sessiond.service.windows import context_window
 from tests.conftest import FIXTURES
@@ -80,7 +81,8 @@ async def test_forking_another_agents_session_exports_it_into_the_store_for_the_
     assert host.users == {peer.id} and host.session.read_only is None
     theirs = await service.context(peer, ROLLBACK_ID, "L25")
     ours = await service.context(peer, forked.sessionId, None)
-    assert [m["message"]["role"] for m in ours.messages] == [m["message"]["role"] for m in theirs.messages]
+    roles = [m["message"]["role"] for m in wire(ours)["messages"]]
+    assert roles == [m["message"]["role"] for m in wire(theirs)["messages"]]
     appended = await service.append(
         peer, forked.sessionId, [{"type": "message", "message": {"role": "user", "content": "go on"}}]
     )

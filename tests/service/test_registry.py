@@ -270,6 +270,7 @@ async def test_a_compaction_run_asks_the_sessions_summarizing_client(tmp_path: P
         assert method == "compaction/summarize"
         assert params["sessionId"] == sid and params["compactionId"] == result.compactionId
     written = service.hosts[sid].session.get(result.entryId)
+    assert written is not None
     assert written["type"] == E.COMPACTION and "the agent's own summary" in written["summary"]
     statuses = [u["status"] for s, u in agent.updates if u["sessionUpdate"] == "compaction_update"]
     assert statuses == ["in_progress", "completed"]
@@ -305,7 +306,7 @@ async def test_a_reopen_after_a_failed_flush_is_told_and_served(tmp_path: Path) 
     sid = await new(service, peer, subscribe=True)
     await service.append(peer, sid, [{"type": "message", "message": user("hello")}])
     host = service.hosts[sid]
-    failed = host.session
+    failed = host.writer()
     changed: list[str] = []
     service.registry.on_changed.append(lambda h: changed.append(h.id))
 
@@ -332,7 +333,7 @@ async def test_a_reopen_that_cannot_read_the_file_says_so(tmp_path: Path) -> Non
     sid = await new(service, peer)
     await service.append(peer, sid, [{"type": "message", "message": user("hello")}])
     host = service.hosts[sid]
-    failed = host.session
+    failed = host.writer()
     failed.path.unlink()
 
     assert host.on_broken is not None

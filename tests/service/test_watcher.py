@@ -439,9 +439,9 @@ async def test_poll_env_var(monkeypatch: pytest.MonkeyPatch, session_dir: Path) 
 
 def _fake_watchfiles(monkeypatch: pytest.MonkeyPatch, notify_class: Any) -> None:
     rust = types.ModuleType("watchfiles._rust_notify")
-    rust.RustNotify = notify_class  # type: ignore[attr-defined]
+    rust.RustNotify = notify_class  # type: ignore[attr-defined]  # a stand-in for watchfiles' module
     main = types.ModuleType("watchfiles.main")
-    main._default_force_polling = lambda _: False  # type: ignore[attr-defined]
+    main._default_force_polling = lambda _: False  # type: ignore[attr-defined]  # likewise
     monkeypatch.setitem(sys.modules, "watchfiles._rust_notify", rust)
     monkeypatch.setitem(sys.modules, "watchfiles.main", main)
 

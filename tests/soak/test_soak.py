@@ -10,21 +10,15 @@ script's checker damaged files, so that a checker that always says "fine" would 
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def load_soak() -> ModuleType:
-    return importlib.import_module("benchmarks.soak")
 
 
 @pytest.mark.slow
@@ -112,7 +106,8 @@ def result(
 
 
 def test_the_checker_catches_lost_duplicated_reordered_and_refused_entries(tmp_path: Path) -> None:
-    soak = load_soak()
+    from benchmarks import soak  # noqa: PLC0415
+
     soak.PI_SESSION_ID = "pi"
     pi = tmp_path / "pi.jsonl"
     write_session(pi, "pi", [("p0", None), ("p1", None)])

@@ -452,7 +452,7 @@ def test_list_sessions_skips_unreadable_dirs(tmp_path: Path, monkeypatch: pytest
             raise PermissionError(path)
         return real(path)
 
-    monkeypatch.setattr(L.os, "scandir", scandir)
+    monkeypatch.setattr("sessiond.store.listing.os.scandir", scandir)
     assert [i.id for i in list_sessions(layout)] == ["b1", "t2", "t1"]
 
 

@@ -64,7 +64,8 @@ def views(s: Session) -> dict[str, Any]:
         "sessionName": s.name,
         "entryCount": s.entry_count,
     }
-    return json.loads(stringify(view))  # the JSON a client would get (undefined dropped)
+    sent: dict[str, Any] = json.loads(stringify(view))  # the JSON a client would get (undefined dropped)
+    return sent
 
 
 def leaf_markers(path: Path) -> set[str]:

@@ -27,7 +27,6 @@ from sessiond.formats.pi import encode_line, load_session
 from sessiond.model.js import UNDEFINED, get
 from sessiond.model.projection import project
 from sessiond.model.tokens import estimate_projected_context_tokens
-from sessiond.store import journal as journal_module
 from sessiond.store.journal import Durability
 from sessiond.store.session import LEAF_MARKER, Session
 from sessiond.store.session import context as session_context
@@ -272,7 +271,8 @@ def test_a_persisted_leaf_move_changes_no_pi_derived_view(tmp_path: Path) -> Non
     tight = CompactionSettings(True, 16384, 150)
     ours_prep, pis = s.prepare_compaction(tight), twin.prepare_compaction(tight)
     assert isinstance(ours_prep, CompactionPreparation) and isinstance(pis, CompactionPreparation)
-    assert s.get(ours_prep.first_kept_entry_id)["message"] == twin.get(pis.first_kept_entry_id)["message"]
+    kept, twin_kept = s.get(ours_prep.first_kept_entry_id), twin.get(pis.first_kept_entry_id)
+    assert kept is not None and twin_kept is not None and kept["message"] == twin_kept["message"]
     assert (ours_prep.is_split_turn, ours_prep.tokens_before) == (pis.is_split_turn, pis.tokens_before)
     assert ours_prep.messages_to_summarize == pis.messages_to_summarize
     assert s.context().messages == twin.context().messages
@@ -467,7 +467,7 @@ def test_group_commit_shares_fdatasync(tmp_path: Path, monkeypatch: pytest.Monke
         gate.wait(0.05)
         real(fd)
 
-    monkeypatch.setattr(journal_module.os, "fdatasync", slow_fdatasync)
+    monkeypatch.setattr("sessiond.store.journal.os.fdatasync", slow_fdatasync)
     threads = [threading.Thread(target=lambda: [s.append_custom("t") for _ in range(10)]) for _ in range(8)]
     for t in threads:
         t.start()
@@ -576,14 +576,14 @@ def test_batch_append_chains_entries_and_writes_them_at_once(
     s = new(tmp_path)
     s.append_message(user("u"))
     writes = 0
-    real = journal_module.os.write
+    real = os.write
 
     def counting(fd: int, data: Any) -> int:
         nonlocal writes
         writes += 1
         return real(fd, data)
 
-    monkeypatch.setattr(journal_module.os, "write", counting)
+    monkeypatch.setattr("sessiond.store.journal.os.write", counting)
     ids = s.append_entries(
         [
             {"type": "message", "message": assistant("", calls=[("read", {"path": "a"})])},
@@ -676,7 +676,8 @@ def test_an_external_append_is_indexed_before_the_next_write(tmp_path: Path) -> 
     second = session.append_message(user("mine again"))
     assert [e["id"] for e in session.take_external()] == ["ext00001"]
     assert session.take_external() == []
-    assert session.get(second)["parentId"] == "ext00001"
+    chained = session.get(second)
+    assert chained is not None and chained["parentId"] == "ext00001"
     reopened = Session.open(session.path)
     assert reopened.branch_ids() == [first, "ext00001", second]
 

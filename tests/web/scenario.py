@@ -39,7 +39,8 @@ class Scenario:
     claude_prompt: str = ""
 
     def info(self) -> dict[str, Any]:
-        return json.loads((self.daemon.socket.parent / "ui.json").read_text())
+        written: dict[str, Any] = json.loads((self.daemon.socket.parent / "ui.json").read_text())
+        return written
 
     def token(self) -> str:
         return (self.daemon.store / "tcp.token").read_text().strip()

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.typing import Origin
 
 from sessiond.errors import SessiondError
 from sessiond.service.config import ConfigError, load_config
@@ -41,7 +42,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def info(d: Daemon) -> dict[str, Any]:
-    return json.loads((d.socket.parent / "ui.json").read_text())
+    written: dict[str, Any] = json.loads((d.socket.parent / "ui.json").read_text())
+    return written
 
 
 def get(d: Daemon, path: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -57,7 +59,8 @@ def get(d: Daemon, path: str, host: str | None = None) -> tuple[int, dict[str, s
 
 
 def ws_url(d: Daemon) -> str:
-    return info(d)["url"].replace("http://", "ws://") + "rpc"
+    url: str = info(d)["url"]
+    return url.replace("http://", "ws://") + "rpc"
 
 
 def token(d: Daemon) -> str:
@@ -67,7 +70,7 @@ def token(d: Daemon) -> str:
 async def rpc(ws: Any, msg_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     await ws.send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}))
     while True:
-        message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
         if message.get("id") == msg_id:
             return message
 
@@ -115,12 +118,12 @@ async def test_a_foreign_host_is_refused(daemon: Daemon) -> None:
 
 async def test_a_cross_origin_websocket_is_refused(daemon: Daemon) -> None:
     with pytest.raises(InvalidStatus) as exc:
-        async with connect(ws_url(daemon), origin="http://evil.example"):  # type: ignore[arg-type]
+        async with connect(ws_url(daemon), origin=Origin("http://evil.example")):
             pass
     assert exc.value.response.status_code == 403
     # the page's own origin, and no origin at all (not a browser), are fine
     own = info(daemon)["url"].rstrip("/")
-    async with connect(ws_url(daemon), origin=own) as ws:  # type: ignore[arg-type]
+    async with connect(ws_url(daemon), origin=own) as ws:
         assert (await rpc(ws, 1, "initialize", {"protocolVersion": 1, "authToken": token(daemon)}))["result"]
 
 

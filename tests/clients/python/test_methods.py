@@ -62,7 +62,9 @@ async def _initialize(w: World) -> Any:
 
 @scenario("shutdown")
 async def _shutdown(w: World) -> Any:
-    result = await w.client.shutdown()
+    # Typed as returning object so that the test below checks at run time that it returns None.
+    shutdown: Callable[[], Awaitable[object]] = w.client.shutdown
+    result = await shutdown()
     with pytest.raises(InvalidRequest, match="shutting down"):
         await w.client.session_list()
     return result

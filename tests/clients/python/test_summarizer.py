@@ -22,7 +22,8 @@ pytestmark = pytest.mark.anyio
 
 
 def last_line(path: str) -> dict[str, Any]:
-    return json.loads(Path(path).read_bytes().splitlines()[-1])
+    entry: dict[str, Any] = json.loads(Path(path).read_bytes().splitlines()[-1])
+    return entry
 
 
 class Hanging:
@@ -56,7 +57,7 @@ def record_answers(client: SessiondClient) -> list[dict[str, Any]]:
             seen.append(message)
         dispatch(message)
 
-    raw._dispatch = spy  # type: ignore[method-assign]
+    raw._dispatch = spy  # type: ignore[method-assign]  # the spy wraps this instance's bound method
     return seen
 
 

@@ -203,7 +203,8 @@ def test_error_details() -> None:
     missing = errors.error_from(ErrorCode.SESSION_NOT_FOUND, "no", {"sessionId": "s"})
     assert isinstance(missing, SessionNotFound) and isinstance(missing, errors.NotFound)
     assert missing.session_id == "s"
-    assert errors.error_from(ErrorCode.STORAGE_ERROR, "disk", {"errno": 28}).errno == 28  # type: ignore[attr-defined]
+    storage = errors.error_from(ErrorCode.STORAGE_ERROR, "disk", {"errno": 28})
+    assert isinstance(storage, errors.StorageError) and storage.errno == 28
     assert errors.from_rpc_error(RpcError(-32019, "ro")).__class__ is errors.ReadOnly
     # The transport's names still work.
     assert issubclass(errors.ConnectionClosed, ConnectionError)

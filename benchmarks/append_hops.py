@@ -37,7 +37,7 @@ def _median_us(samples: list[float], n: int) -> float:
     return 1e6 * statistics.median(samples) / n
 
 
-def _time(fn: Callable[[int], None], n: int, rounds: int = ROUNDS) -> float:
+def _time(fn: Callable[[int], object], n: int, rounds: int = ROUNDS) -> float:
     """CPU µs per call of ``fn(i)``, median over ``rounds`` rounds of ``n`` calls."""
     samples = []
     for _ in range(rounds):

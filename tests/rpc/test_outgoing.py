@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from sessiond.model import js_json
 from sessiond.rpc import connection as connection_module
 from sessiond.rpc.connection import Connection
 from sessiond.rpc.methods import HANDLERS
@@ -96,7 +97,7 @@ async def test_an_update_is_encoded_once_for_all_its_subscribers(
         service.hub.subscribe("s1", conn)
     conns[2].opt_out = {"label_update"}
     encoded = 0
-    real = connection_module.dumps
+    real = js_json.dumps
 
     def counting(value: Any) -> bytes:
         nonlocal encoded

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from sessiond.compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
+from sessiond.compaction.prepare import (
+    CompactionPreparation,
+    CompactionSettings,
+    NoCompaction,
+    prepare_compaction,
+)
 from sessiond.errors import (
     EntryNotFoundError,
     EntryNotOnBranchError,
@@ -555,7 +560,7 @@ def test_a_compaction_preparation_is_not_changed_by_later_appends(
         s.append_message(assistant(f"a{i}", total=1000 * (i + 1)))
     s.context()
     seen: list[Any] = []
-    real = session_context.prepare_compaction
+    real = prepare_compaction
 
     def spy(branch: Any, settings: Any, estimator: Any, *, projection: Any) -> Any:
         seen.append((projection, len(projection.messages)))

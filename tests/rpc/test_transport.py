@@ -206,7 +206,11 @@ async def test_a_subscriber_that_stops_reading_is_bounded(tmp_path: Path) -> Non
             )
         await asyncio.sleep(0.3)
         payload = "y" * 2000
-        for _ in range(300):
+        # Enough updates to fill the kernel's socket buffers as well as the queue: the daemon
+        # writes what one loop tick queued in one write(), so 300 appends' updates (~120 kB in
+        # a few large writes) can fit in the kernel's buffers without any backpressure at all.
+        appends = 1500
+        for _ in range(appends):
             await writer.request(
                 "session/append",
                 {"sessionId": sid, "entries": [{"type": "message", "message": user(payload)}]},
@@ -230,7 +234,7 @@ async def test_a_subscriber_that_stops_reading_is_bounded(tmp_path: Path) -> Non
             m["params"]["update"]["sessionUpdate"] for m in messages if m.get("method") == "session/update"
         ]
         assert "resync_required" in kinds
-        assert kinds.count("entries_appended") < 300
+        assert kinds.count("entries_appended") < appends
         reader.close()
         await writer.close()
     finally:

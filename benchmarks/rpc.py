@@ -23,6 +23,12 @@ Sections (every ratio is against a reference measured in the same run, on the sa
    with SIGTERM, which must write the profile): top functions by own and cumulative time, and
    own time grouped by component. The profile is kept as ``benchmarks/out/rpc-daemon.prof``.
 
+6. ``--hops`` - one buffered append taken apart in a fresh process (``benchmarks/append_hops.py``):
+   each hop (read + frame, parse, validate, the handler and its parts: store, compaction
+   checks, publish; encode, socket write) called on its own, in CPU time, and the whole
+   request through a ``Connection``; the difference is what only runs inside the connection
+   (its checks, pygls' task, the event loop's wake-ups).
+
 Every row also reports the CPU the rest of the machine used meanwhile (``other``): on a shared
 2-core machine a busy neighbour shows up there rather than as an unexplained slowdown.
 
@@ -376,7 +382,11 @@ async def asyncio_client_child(cfg: dict[str, Any]) -> dict[str, Any]:
 def child(argv: list[str]) -> int:
     """A process of this benchmark: ``_client CFG`` (a writer or the subscriber) or ``_floor CFG``."""
     kind, cfg = argv[0], json.loads(argv[1])
-    if kind == "_floor":
+    if kind == "_hops":
+        from benchmarks.append_hops import hops  # noqa: PLC0415
+
+        result = hops(cfg["n"])
+    elif kind == "_floor":
         result = floor_child(cfg)
     elif cfg["client"] == "raw":
         result = raw_client_child(cfg)
@@ -525,6 +535,7 @@ async def run_case(
     row["daemonCpuPct"] = 100 * daemon_cpu / window
     row["daemonCpuUsPerReq"] = 1e6 * daemon_cpu / max(1, len(lat))
     row["clientsCpuPct"] = 100 * clients_cpu / wall
+    row["clientsCpuUsPerReq"] = 1e6 * clients_cpu / max(1, len(lat))
     row["entriesAtEnd"] = prefill + 1 + writers * (args.warmup + common["count"])
     ours = daemon_cpu + clients_cpu
     if sub is not None:
@@ -848,20 +859,23 @@ def print_report(res: dict[str, Any]) -> None:
     )
     p(
         f"{'mode':<10}{'clients':>7}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}{'appends/s':>11}"
-        f"{'daemon CPU':>11}{'us/req':>8}{'clients CPU':>12}{'other':>7}{'p50 x':>7}{'p99 x':>7}{'thru x':>7}"
+        f"{'daemon CPU':>11}{'us/req':>8}{'clients CPU':>12}{'us/req':>8}{'other':>7}{'p50 x':>7}"
+        f"{'p99 x':>7}{'thru x':>7}"
     )
     for r in res["append"]:
         f = floors[r["mode"]]
         p(
             f"{r['mode']:<10}{r['clients']:>7}{_ms(r['p50Us']):>8}{_ms(r['p99Us']):>8}{_ms(r['maxUs']):>8}"
             f"{r['perSec']:>11.0f}{r['daemonCpuPct']:>10.0f}%{r['daemonCpuUsPerReq']:>8.0f}{r['clientsCpuPct']:>11.0f}%"
+            f"{r.get('clientsCpuUsPerReq', math.nan):>8.0f}"
             f"{r['otherCpuPct']:>6.0f}%{_r(r['p50Us'], f['p50Us']):>7}{_r(r['p99Us'], f['p99Us']):>7}"
             f"{_r(r['perSec'], f['perSec']):>7}"
         )
     p("   x = RPC / floor of the same mode (p50 x, p99 x: the RPC overhead factor; thru x: aggregate")
     p("   appends/s over the floor's one-thread appends/s). daemon CPU = % of one core over the timed")
     p("   window (user + system, all threads); us/req = daemon CPU time per request; clients CPU = the")
-    p("   client processes together, % of one core; other = CPU the rest of the machine used meanwhile")
+    p("   client processes together, % of one core, and their CPU per request (the second us/req: what")
+    p("   the clients cost the same 2 cores); other = CPU the rest of the machine used meanwhile")
     p("   (other processes, kernel threads, steal), % of one core: high values mean a noisy run")
 
     if res.get("long"):
@@ -947,6 +961,11 @@ def print_report(res: dict[str, Any]) -> None:
     if res.get("profile"):
         print_profile(res["profile"], res["profileTop"])
 
+    if res.get("hops"):
+        from benchmarks.append_hops import print_hops  # noqa: PLC0415
+
+        print_hops(res["hops"])
+
 
 # --------------------------------------------------------------------------- main
 
@@ -977,6 +996,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="asyncio: sessiond_client.Client (default); raw: a blocking-socket client (cheapest client)",
     )
     ap.add_argument("--no-noop", action="store_true", help="skip the session/unsubscribe no-op rows")
+    ap.add_argument("--no-notify", action="store_true", help="skip the notification latency rows")
+    ap.add_argument(
+        "--modes",
+        type=lambda v: [m for m in v.split(",") if m],
+        default=["buffered", "fsync"],
+        help="durability modes of the floor and round-trip rows (default buffered,fsync)",
+    )
     ap.add_argument("--profile", action="store_true", help="also profile the daemon (8 clients, buffered)")
     ap.add_argument(
         "--profile-subscriber",
@@ -984,6 +1010,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         help="with --profile: profile the run with a subscriber (section 4, 8 writers) instead",
     )
     ap.add_argument("--profile-top", type=int, default=25, help="functions listed per profile table")
+    ap.add_argument(
+        "--hops",
+        action="store_true",
+        help="also time each hop of one buffered append in a fresh process (benchmarks/append_hops.py)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -1019,7 +1050,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         log("0. floor")
         res["floor"] = []
-        for mode in ("buffered", "fsync"):
+        for mode in args.modes:
             runs = [run_floor(scratch, args, mode) for _ in range(args.runs)]
             row = {"mode": mode, **_median_of_runs(runs)}
             res["floor"].append(row)
@@ -1036,7 +1067,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         log("1. append round trip")
         res["append"] = []
-        for mode in ("buffered", "fsync"):
+        for mode in args.modes:
             for n in clients:
                 row = case(f"{mode} x{n}", mode=mode, writers=n)
                 res["append"].append({"mode": mode, "clients": n, **row})
@@ -1058,13 +1089,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row = case(f"no-op x{n}", mode="buffered", writers=n, method="noop")
                 res["noop"].append({"clients": n, **row})
 
-        log("4. notification latency")
         res["notify"] = []
-        for n in (1, 8):
+        if not args.no_notify:
+            log("4. notification latency")
+        for n in () if args.no_notify else (1, 8):
             row = case(f"notify, {n} writer(s)", mode="buffered", writers=n, subscriber=True)
             res["notify"].append({"clients": n, **row})
 
         res["goals"] = verdicts(res)
+
+        if args.hops:
+            log("6. hops of one append, in process")
+            proc = subprocess.run(
+                module_command(BENCH.module, "_hops", json.dumps({"n": 1000 if args.quick else 2000})),
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"the hops child failed:\n{proc.stderr[-3000:]}")
+            res["hops"] = json.loads(proc.stdout.strip().splitlines()[-1])
 
         if args.profile:
             sub = args.profile_subscriber
@@ -1158,6 +1203,8 @@ def extract(d: dict[str, Any]) -> Extract:
             G_RPC_THROUGHPUT if goal_row else None,
         )
         e.add(f"daemon CPU per append, {n} client(s), {mode}", r["daemonCpuUsPerReq"], "us")
+        if "clientsCpuUsPerReq" in r:
+            e.add(f"clients' CPU per append, {n} client(s), {mode}", r["clientsCpuUsPerReq"], "us")
     long_floor = d.get("longFloor")
     for r in d.get("long", []):
         e.add(

@@ -25,6 +25,8 @@ def test_the_configuration_reference_loads_and_matches_the_defaults(tmp_path: Pa
     data = tomllib.loads(text)
     assert loaded.limits == defaults.limits
     assert loaded.watch == defaults.watch and loaded.durability == defaults.durability
+    assert loaded.memory == defaults.memory
+    assert set(data["memory"]) == set(defaults.memory.__dataclass_fields__)  # every key documented
     assert loaded.compaction.reserve_tokens == defaults.compaction.reserve_tokens
     assert loaded.compaction.microcompact == defaults.compaction.microcompact
     assert loaded.summarizer.timeout == defaults.summarizer.timeout

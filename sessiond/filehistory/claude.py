@@ -143,7 +143,7 @@ def seen_data(transcript: ClaudeTranscript) -> dict[str, Any]:
 
 def claude_history_data(session: Any, blobs: BlobStore, config: Any) -> list[dict[str, Any]]:
     """Everything to replay for a Claude Code session: its checkpoints, then what it wrote."""
-    transcript: ClaudeTranscript = session.transcript
+    transcript: ClaudeTranscript = session.read_transcript()
     data = checkpoint_data(transcript, config.claude_file_history, blobs)
     seen = seen_data(transcript)
     if data and seen["seen"]:

@@ -259,6 +259,17 @@ class ContextEstimate:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ContextUsage:
+    """What a usage report needs of a session's context, without the context itself."""
+
+    estimate: ContextEstimate
+    model: Any
+    """``{"provider", "modelId"}`` of the context (its settings' model), or ``None``."""
+    messages: int
+    """How many messages the context holds."""
+
+
 def estimate_context_tokens(messages: list[Message], estimator: TokenEstimator = PI) -> ContextEstimate:
     """Anchor on the last valid usage and estimate what follows it; no usage -> pure estimate."""
     for i in range(len(messages) - 1, -1, -1):
@@ -385,19 +396,17 @@ class UsageTracker:
         self._anchor_trusted = self.estimate.last_usage_index is not None
         return self.estimate
 
-    def extend(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
-        """The estimate after ``projection``/``branch`` grew by appending (else: ``reset``)."""
+    def append(self, messages: list[Message], branch: list[Any]) -> bool:
+        """Fold in what one append added (its messages, its branch entries) without the
+        projection; ``False`` when it changes earlier projections (a compaction, an edit, a
+        system message): the caller then starts over with :meth:`reset`."""
         est = self.estimator
-        messages = projection.messages
-        if len(messages) < self.messages or len(branch) < self.branch:
-            return self.reset(projection, branch)
-        for entry in branch[self.branch :]:
+        for entry in branch:
             if get(entry, "type") in (E.CONTEXT_EDIT, E.COMPACTION):
-                return self.reset(projection, branch)
-        new = messages[self.messages :]
-        if any(get(m, "role") == "system" for m in new):
-            return self.reset(projection, branch)
-        for offset, m in enumerate(new):
+                return False
+        if any(get(m, "role") == "system" for m in messages):
+            return False
+        for offset, m in enumerate(messages):
             tokens = est.message_tokens(m)
             self._nonsystem += tokens
             usage = assistant_usage(m)
@@ -409,11 +418,24 @@ class UsageTracker:
                 self._anchor_trusted = True
             else:
                 self._trailing += tokens
-        self.messages, self.branch = len(messages), len(branch)
+        self.messages += len(messages)
+        self.branch += len(branch)
+        self._settle()
+        return True
+
+    def _settle(self) -> None:
         if self._anchor is not None and self._anchor_trusted:
             total = self._anchor_tokens + self._trailing
             self.estimate = ContextEstimate(total, self._anchor_tokens, self._trailing, self._anchor)
         else:
             total = self._system + self._nonsystem
             self.estimate = ContextEstimate(total, 0, total, None)
+
+    def extend(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
+        """The estimate after ``projection``/``branch`` grew by appending (else: ``reset``)."""
+        messages = projection.messages
+        if len(messages) < self.messages or len(branch) < self.branch:
+            return self.reset(projection, branch)
+        if not self.append(messages[self.messages :], branch[self.branch :]):
+            return self.reset(projection, branch)
         return self.estimate

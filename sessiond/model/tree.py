@@ -159,6 +159,15 @@ class SessionTree:
                 self._labels.pop(target, None)
                 self._label_ts.pop(target, None)
 
+    def reparent(self, entry_id: Any, parent: Any) -> None:
+        """Another agent's reader moved an entry (its ``parentId`` is now ``parent``): the light
+        entry is updated in place. Unknown ids are ignored."""
+        entry = self._by_id.get(key(entry_id))
+        if type(entry) is not dict:
+            return
+        entry["parentId"] = parent
+        self._children = None
+
     # ------------------------------------------------------------------ paths
 
     def branch(self, from_id: Any = UNDEFINED) -> list[Any]:

@@ -89,6 +89,8 @@ class Connection:
             else reader
         )
         self._writer = writer
+        self._joins = isinstance(reader, asyncio.StreamReader)
+        """A byte stream: queued messages may be joined into one write."""
         self._auth_token = auth_token
         self._on_close = on_close
         self._context = {MAX_ENTRIES_PER_APPEND: limits.max_entries_per_append}
@@ -187,8 +189,16 @@ class Connection:
         try:
             while True:
                 await self._out_ready.wait()
-                while self._out:
-                    data = self._out.popleft()
+                out = self._out
+                while out:
+                    # Everything queued since the last write goes out in one write() (answers and
+                    # notifications of one loop tick: one syscall, not one per message); a
+                    # transport that frames each message itself (a WebSocket) gets them one by one.
+                    if len(out) == 1 or not self._joins:
+                        data = out.popleft()
+                    else:
+                        data = b"".join(out)
+                        out.clear()
                     self._out_bytes -= len(data)
                     writer.write(data)
                 self._out_ready.clear()
@@ -344,7 +354,10 @@ class Connection:
         """Queue a message; a droppable one is refused when the queue is full."""
         if self._dead:
             return False
-        data = frame(dumps(payload), self.framing)
+        return self._queue(frame(dumps(payload), self.framing), droppable)
+
+    def _queue(self, data: bytes, droppable: bool) -> bool:
+        """Queue a framed message (see :meth:`send`)."""
         if droppable and len(self._out) >= self.limits.notification_queue:
             return False
         if self._out_bytes + len(data) > self.limits.max_queued_bytes:
@@ -375,7 +388,9 @@ class Connection:
             return
         if session_id in self._resync:
             return  # the client will resync; older updates would only mislead it
-        if not self._notify("session/update", {"sessionId": session_id, "update": update}, droppable=True):
+        if self._dead:
+            return
+        if not self._queue(_encoded_update(session_id, update, self.framing), True):
             self._resync.add(session_id)
 
     def progress(self, token: str | int, kind: str, **value: Any) -> None:
@@ -407,3 +422,30 @@ class Connection:
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
             raise AuthenticationError()
+
+
+_last_update: tuple[dict[str, Any], str, Framing, bytes] | None = None
+"""The last ``session/update`` encoded: (update, session id, framing, framed message)."""
+
+
+def _encoded_update(session_id: str, update: dict[str, Any], framing: Framing) -> bytes:
+    """A ``session/update`` notification, framed; encoded once for all the subscribers it is
+    published to.
+
+    The hub hands one update object to every subscriber in turn, so the message of the previous
+    subscriber (same object, same session, same framing) is the message of this one: the update is
+    encoded once per publish instead of once per subscriber. Holding the update keeps its
+    identity from being reused; a published update is never changed afterwards.
+    """
+    global _last_update  # noqa: PLW0603 (a one-entry cache of the publish in progress)
+    last = _last_update
+    if last is not None and last[0] is update and last[1] == session_id and last[2] is framing:
+        return last[3]
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }
+    data = frame(dumps(message), framing)
+    _last_update = (update, session_id, framing, data)
+    return data

@@ -20,8 +20,6 @@ connections and never finishes a header would hold connection slots forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from enum import Enum
 from typing import Protocol
 
@@ -113,26 +111,43 @@ class MessageReader:
         """
         if self.framing is not None and not await self._await_start():
             return None
-        try:
-            async with self._header_deadline():
-                if self.framing is None and await self.sniff() is None:
-                    return None
-                if self.framing is Framing.NDJSON:
-                    return await self._read_line()
-                length = await self._read_header()
-        except TimeoutError:
-            raise FramingError(f"no complete message header within {self.header_timeout:g} s") from None
-        if length is None:
-            return None
-        return await self._read_body(length)
+        if self.header_timeout is None or (self.framing is not None and self._header_buffered()):
+            head = await self._read_head()
+        else:
+            try:
+                async with asyncio.timeout(self.header_timeout):
+                    head = await self._read_head()
+            except TimeoutError:
+                raise FramingError(f"no complete message header within {self.header_timeout:g} s") from None
+        if head is None or isinstance(head, bytes):
+            return head
+        return await self._read_body(head)
 
-    @contextlib.asynccontextmanager
-    async def _header_deadline(self) -> AsyncIterator[None]:
-        if self.header_timeout is None:
-            yield
-            return
-        async with asyncio.timeout(self.header_timeout):
-            yield
+    async def _read_head(self) -> bytes | int | None:
+        """A whole NDJSON message, or the Content-Length of an LSP one; ``None`` at a clean end."""
+        if self.framing is None and await self.sniff() is None:
+            return None
+        if self.framing is Framing.NDJSON:
+            return await self._read_line()
+        return await self._read_header()
+
+    def _header_buffered(self) -> bool:
+        """Whether the next header (the NDJSON line) already arrived whole: reading it cannot
+        wait, so it needs no deadline.
+
+        Arming ``asyncio.timeout`` for every message cost 8.7 µs of the 15.7 µs of reading one
+        (``benchmarks.rpc --hops``), while a client sending requests back to back almost always
+        has the whole header in the buffer already. Looks at ``StreamReader._buffer``, the one
+        private attribute used here (present in every CPython since 3.4); without it every
+        header gets its deadline, as before. The first blank line after the header's first byte
+        ends an LSP header (blank lines before it were skipped).
+        """
+        buffer = getattr(self._reader, "_buffer", None)
+        if type(buffer) is not bytearray:
+            return False
+        if self.framing is Framing.NDJSON:
+            return b"\n" in buffer
+        return b"\n\r\n" in buffer or b"\n\n" in buffer
 
     async def _await_start(self) -> bool:
         """Wait (without a deadline) for the first non-blank byte of the next message."""

@@ -58,6 +58,33 @@ class AlreadyRunningError(SessiondError):
         super().__init__(f"sessiond is already running for the store {root}{who}", root=str(root), pid=pid)
 
 
+class SocketInUseError(SessiondError):
+    """A live daemon (of another store: the store lock already excludes this one's) answers on
+    the socket path asked for. Taking the path over would silently hand that daemon's clients to
+    this store, so ``serve`` refuses before any client connects (never an error answer)."""
+
+    error_code = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"a daemon is already running on the socket {path} (for another store); "
+            "stop it or choose another --socket",
+            socket=str(path),
+        )
+
+
+def _socket_answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket ``path`` (a refused or missing
+    one is stale: its daemon is gone)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
 class StoreLock:
     """The exclusive lock that makes this process the one daemon of its store."""
 
@@ -219,8 +246,10 @@ class Daemon:
         directory = path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
+        if path.is_socket() and _socket_answers(path):
+            raise SocketInUseError(path)
         if path.exists() or path.is_symlink():
-            path.unlink()  # we hold the store lock: whatever was there is stale
+            path.unlink()  # nothing answers there and we hold the store lock: it is stale
         limit = self.config.limits.max_message_bytes + 64
         old = os.umask(0o177)
         try:

@@ -42,6 +42,9 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     enabled = true                   # follow external appends/rewrites of open and listed sessions
     poll_interval = 0.0              # > 0: stat-poll other agents' roots instead of inotify (NFS)
     own_poll_interval = 0.5          # the store sessiond writes is polled (0: inotify, ~60 us/append)
+    [memory]                         # parsed session content kept across open sessions
+    budget_mb = 64                   # MiB of session lines (bodies, materialised contexts)
+    idle_seconds = 60.0              # unused that long: dropped, rebuilt from the file on demand
     [ui]                             # the web session viewer (docs/ui.md)
     enabled = true                   # served by `sessiond serve` (not --stdio)
     listen = "127.0.0.1:0"           # loopback only; port 0: any free port (see <run dir>/ui.json)
@@ -77,6 +80,7 @@ from ..errors import InvalidArgumentError, SessiondError
 from ..store.jetstream.settings import JetStreamSettings
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
+from ..store.memory import DEFAULT_IDLE, DEFAULT_LIMIT
 from .compaction_settings import Settings as CompactionDefaults
 from .compaction_settings import apply as apply_compaction
 from .roots import Root, build_roots
@@ -140,6 +144,17 @@ class WatchConfig:
 
 
 @dataclass(frozen=True)
+class MemoryConfig:
+    budget_mb: int = DEFAULT_LIMIT >> 20
+    """MiB of session lines the daemon keeps parsed in memory across every open session (body
+    caches and materialised contexts; RSS is a few times that). Over it, the least recently
+    used go first."""
+    idle_seconds: float = DEFAULT_IDLE
+    """What an open session keeps parsed and has not used for this long is dropped (rebuilt
+    from its file when needed again)."""
+
+
+@dataclass(frozen=True)
 class UiConfig:
     enabled: bool = True
     listen: str = "127.0.0.1:0"
@@ -159,6 +174,7 @@ class Config:
     env: Mapping[str, str] = field(default_factory=dict)
     watch: WatchConfig = field(default_factory=WatchConfig)
     ui: UiConfig = field(default_factory=UiConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     file_history_roots: tuple[Path, ...] = ()
     """Directories besides a session's cwd whose files rewinds may touch."""
     socket_path: Path | None = None
@@ -287,6 +303,7 @@ def load_config(
         env=dict(env),
         watch=_watch(data.get("watch", {})),
         ui=_ui(data.get("ui", {})),
+        memory=_memory(data.get("memory", {})),
         file_history_roots=_file_history(data.get("file_history", {})),
         durability=durability,
         estimator=estimator,
@@ -442,6 +459,16 @@ def _watch(data: Any) -> WatchConfig:
             field="watch.own_poll_interval",
         )
     return WatchConfig(enabled, float(interval), float(own))
+
+
+def _memory(data: Any) -> MemoryConfig:
+    if not isinstance(data, dict):
+        raise ConfigError("memory must be a table", field="memory")
+    _only(data, {"budget_mb", "idle_seconds"}, "memory")
+    budget = data.get("budget_mb", MemoryConfig.budget_mb)
+    if type(budget) is not int or budget <= 0:
+        raise ConfigError("memory.budget_mb must be a positive integer (MiB)", field="memory.budget_mb")
+    return MemoryConfig(budget, _positive(data, "idle_seconds", DEFAULT_IDLE, "memory"))
 
 
 def _ui(data: Any) -> UiConfig:

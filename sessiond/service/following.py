@@ -34,6 +34,7 @@ import anyio
 
 from ..errors import SessiondError
 from ..store.listing import ListingCache
+from ..store.memory import BUDGET
 from ..store.opencode import DB_NAME, OpenCodeDatabase
 from .agent_roots import codex_dirs, is_codex_session_file, rollout_id
 from .catalog import UUID_STEM, Listed
@@ -62,6 +63,8 @@ class Follower:
 
     ROOT_CHECK_INTERVAL = 2.0
     """Seconds between looks for roots that do not exist yet (Pi or Claude Code installed later)."""
+    SWEEP_INTERVAL = 10.0
+    """Seconds between sweeps of the memory budget for idle sessions' parsed content."""
     OPENCODE_POLL_INTERVAL = 0.25
     """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database."""
 
@@ -70,6 +73,9 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
+        self._sweeping: anyio.CancelScope | None = None
+        """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
+        :meth:`stop`)."""
         self.foreign = Watcher(
             self.on_events, poll_interval=config.poll_interval or None, suffixes=(".jsonl",)
         )
@@ -86,6 +92,8 @@ class Follower:
 
     async def run(self) -> None:
         if not self.enabled:
+            with anyio.CancelScope() as self._sweeping:  # nothing to follow; memory is still given back
+                await self._sweep_memory()
             return
         missing = []
         opencode = []
@@ -106,8 +114,17 @@ class Follower:
             for root in opencode:
                 tg.start_soon(self._poll_opencode, root)
             tg.start_soon(self.own.run)
+            tg.start_soon(self._sweep_memory)
             await self.foreign.run()
             tg.cancel_scope.cancel()
+
+    async def _sweep_memory(self) -> None:
+        """Give back what open sessions hold parsed and stopped using, also when nothing else
+        happens (the memory budget otherwise checks only when a session reports). Runs with
+        ``[watch] enabled = false`` too, until the daemon stops."""
+        while True:
+            await anyio.sleep(self.SWEEP_INTERVAL)
+            BUDGET.sweep()
 
     async def _wait_for_roots(self, missing: list[tuple[Any, Path]]) -> None:
         while missing:
@@ -159,6 +176,8 @@ class Follower:
         listed.update({sid: x.info.modified_ms for sid, x in current.items()})
 
     def stop(self) -> None:
+        if self._sweeping is not None:
+            self._sweeping.cancel()
         self.foreign.stop()
         self.own.stop()
 

@@ -29,6 +29,7 @@ from ..model.tokens import get_estimator
 from ..store.backend import open_store
 from ..store.journal import Durability
 from ..store.listing import ListingCache
+from ..store.memory import BUDGET
 from ..store.session import Session
 from . import views
 from .catalog import Catalog, Listed
@@ -79,6 +80,7 @@ class Service:
         self.replication = Replication(registry)
         registry.on_open.append(self.replication.opened)
         registry.on_close.append(self.replication.closed)
+        BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's
 

@@ -110,12 +110,16 @@ def _whole(tokens: float) -> int | None:
 
 
 def usage(session: ReadableSession, estimator: TokenEstimator, window_for: WindowFor) -> M.UsageResult:
-    """``context/usage``: how full the context is, and where the number comes from."""
-    projection = session.context()
-    estimate = session.context_usage(estimator)
-    model = projection.settings.model
+    """``context/usage``: how full the context is, and where the number comes from.
+
+    From the session's usage view, not its projection: a ``usage_update`` follows every append,
+    and materialising the context for it would keep every watched session's context in memory
+    (docs/configuration.md, ``[memory]``)."""
+    view = session.usage_view(estimator)
+    estimate = view.estimate
+    model = view.model
     size = window_for(session, model)
-    if not projection.messages:
+    if not view.messages:
         used: int | None = 0
         source = "unknown"
     else:

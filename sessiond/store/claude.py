@@ -11,11 +11,17 @@ It has no write operation at all (it is not a :class:`~sessiond.store.session.Se
 sessiond never rewrites another agent's file, and the daemon refuses a write to it with
 :class:`~sessiond.errors.ReadOnlySessionError` before reaching it.
 
-Growth is followed by parsing only the new lines and indexing only the new entries; the
-conversation is reconstructed again (repairs can reach back), which costs time in the size of
-the chain, not of the file's bytes. Entries already in the tree keep the shape they had when
-first seen (a later preserved-segment relink or a later piece of the same API message does not
-rewrite them); the context always reflects the whole file.
+What stays in memory is the light index of the tree and the skeleton of the reconstruction
+(:class:`~sessiond.formats.claude_code.live.LiveTranscript`): the records themselves are not
+kept. A full entry is the record's line read back (``pread`` on the open file) and converted
+when asked for; the context's messages are built from lines read back the same way, kept
+while they are used and dropped under the process's memory budget (:mod:`.memory`).
+
+Growth is followed line by line: only the appended lines are parsed, and the reconstruction
+is redone only as far back as an appended line can reach (docs/claude-code.md, Following a
+transcript), so a line costs the same in a 50 MB file as in a small one. After every line the
+session equals a cold read of the file so far. A change that cannot be followed (a line
+repeating an entry's uuid, for one) makes :meth:`ClaudeSession.ingest` ask for a reload.
 """
 
 from __future__ import annotations
@@ -29,63 +35,168 @@ from ..errors import EntryNotFoundError
 from ..formats.claude_code import (
     ClaudeTranscript,
     Reconstruction,
-    extend_transcript,
+    parse_line,
     parse_transcript,
     reconstruct,
-    to_pi_entries,
 )
+from ..formats.claude_code.live import LiveTranscript
+from ..formats.claude_code.reconstruct import resumed_chain
+from ..formats.pi import paused_gc
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
-from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
+from ..model.tokens import (
+    PI,
+    ContextEstimate,
+    ContextUsage,
+    TokenEstimator,
+    estimate_projected_context_tokens,
+)
 from .claude_files import find_subagents
 from .index import SessionIndex
+from .memory import BUDGET, MemoryBudget
 from .session import IndexedSession, IngestResult
 
 READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes another agent's file"
 
 
 class _Diagnostics:
-    """What ``session/load`` reports for a Claude Code file: the load and the reconstruction."""
+    """What ``session/load`` reports for a Claude Code file: the load and the reconstruction.
 
-    def __init__(self, path: Path, transcript: ClaudeTranscript, rec: Reconstruction) -> None:
-        self.path = path
-        self.transcript = transcript
-        self.rec = rec
+    Built when asked for and kept until the file grows: the reconstruction's report is a pass
+    over the whole graph, and linking sub-agents reads the transcript again.
+    """
+
+    def __init__(self, session: ClaudeSession) -> None:
+        self._session = session
+        self._cached: tuple[int, dict[str, Any]] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "format": "claude-code",
-            "load": self.transcript.diagnostics.as_json(),
-            "reconstruction": self.rec.diagnostics,
-            "titles": self.transcript.titles.as_json(),
-            "subagents": [link.as_json() for link in find_subagents(self.path, self.transcript)],
-        }
+        s = self._session
+        with s._lock:
+            cached = self._cached
+            if cached is not None and cached[0] == s._read_end:
+                return cached[1]
+            t = s.live.t
+            report = {
+                "format": "claude-code",
+                "load": t.diagnostics.as_json(),
+                "reconstruction": s.live.diagnostics(s._fetch),
+                "titles": t.titles.as_json(),
+                "subagents": [link.as_json() for link in find_subagents(s.path, s.read_transcript())],
+            }
+            self._cached = (s._read_end, report)
+            return report
 
 
 class ClaudeSession(IndexedSession):
     """A Claude Code transcript as a session sessiond reads and follows: a
     :class:`~sessiond.store.session.ReadableSession`, with no write operation at all."""
 
-    def __init__(self, path: Path, transcript: ClaudeTranscript, read_end: int, inode: int | None) -> None:
-        rec = reconstruct(transcript)
-        super().__init__(path, _index(transcript, rec))
+    def __init__(
+        self,
+        path: Path,
+        live: LiveTranscript,
+        entries: list[tuple[str, int, int, dict[str, Any]]],
+        read_end: int,
+        fd: int,
+        budget: MemoryBudget = BUDGET,
+    ) -> None:
+        t = live.t
+        header = {
+            "type": "session",
+            "version": 3,
+            "id": t.session_id or Path(t.source).stem,
+            "timestamp": live.first_timestamp,
+            "cwd": t.cwd or "",
+        }
+        index = SessionIndex(header, budget=budget)
+        super().__init__(path, index)
         self.read_only = READ_ONLY
-        self.transcript = transcript
-        self.reconstruction = rec
-        self.diagnostics = _Diagnostics(path, transcript, rec)
+        self.live = live
+        self._fd = fd
+        self._inode = os.fstat(fd).st_ino
         self._read_end = read_end
-        self._inode = inode
-        self._context: tuple[Any, Projection] | None = None
+        index.read_body = self._pread
+        index.decode = self._decode
+        with paused_gc():
+            for _, offset, length, record in entries:
+                index.add(live.pi_entry(record), offset, length)
+        self._set_leaf()
+        self.diagnostics = _Diagnostics(self)
+        self._context: tuple[Hashable, Projection] | None = None
         self._branch: tuple[tuple[Hashable, int], list[Any]] | None = None
+        self._context_bytes = 0
+        self._holder = budget.holder(f"context of {header['id']}", self._drop_context)
 
     @classmethod
-    def open(cls, path: Path) -> ClaudeSession:
+    def open(cls, path: Path, *, budget: MemoryBudget = BUDGET) -> ClaudeSession:
         path = Path(path)
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        return cls(path, parse_transcript(data[:end], str(path)), end, st.st_ino)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            with open(fd, "rb", closefd=False) as f:
+                data = f.read()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                data = data[:end]  # a line still being written is read when it is complete
+            live, entries = LiveTranscript.read(data, str(path))
+            del data
+            return cls(path, live, entries, end, fd, budget)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._holder.close()
+            self._index.close()
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    # ------------------------------------------------------------------ the file
+
+    def _pread(self, offset: int, length: int) -> bytes:
+        return os.pread(self._fd, length, offset)
+
+    def _decode(self, raw: bytes) -> Any:
+        """A line of the transcript as the Pi entry the tree shows for it now."""
+        kind, record = parse_line(raw)
+        if kind != 0 or type(record) is not dict or type(record.get("uuid")) is not str:
+            return {}  # not what was indexed there: the file changed under us (a reload follows)
+        return self.live.pi_entry(record)
+
+    def _fetch(self, uuids: list[str]) -> dict[str, dict[str, Any]]:
+        """The records of chain entries, read back from their lines (few large reads)."""
+        index, tree = self._index, self._index.tree
+        positions = [index.position(tree.get(u)) for u in uuids]
+        out: dict[str, dict[str, Any]] = {}
+        with paused_gc():
+            for first, run in index.spans(positions):
+                last = run[-1][0]
+                data = self._pread(first, index.offsets[last] + index.lengths[last] - first)
+                for pos, i in run:
+                    at = index.offsets[pos] - first
+                    kind, record = parse_line(data[at : at + index.lengths[pos]])
+                    out[uuids[i]] = record if kind == 0 and type(record) is dict else {}
+        return out
+
+    def read_transcript(self) -> ClaudeTranscript:
+        """The transcript as far as it was read, parsed whole (for what needs every record:
+        linking sub-agents, file-history checkpoints). Costs a full parse: not kept."""
+        with self._lock:
+            data = os.pread(self._fd, self._read_end, 0)
+        return parse_transcript(data, str(self.path))
+
+    @property
+    def transcript(self) -> ClaudeTranscript:
+        """The transcript as it is followed: the chain holds skeletons of the records."""
+        return self.live.t
+
+    @property
+    def reconstruction(self) -> Reconstruction:
+        """What ``reconstruct`` gives for the file as read so far (diagnostics included)."""
+        with self._lock:
+            return self.live.reconstruction(self._fetch)
 
     # ------------------------------------------------------------------ reads
 
@@ -95,28 +206,40 @@ class ClaudeSession(IndexedSession):
 
     @property
     def name(self) -> str | None:
-        return self.transcript.title()
+        return self.live.t.title()
 
     def file_size(self) -> int | None:
         return self._read_end
+
+    def _follows_rule(self) -> bool:
+        """Whether the tree's leaf is the one the leaf rule picked (the reconstruction's)."""
+        leaf = self.live.leaf
+        return leaf is not None and key(leaf) == key(self.leaf_id)
 
     def context(self) -> Projection:
         """The conversation Claude Code resumes from the current leaf."""
         with self._lock:
             leaf = key(self.leaf_id)
-            if self._context is not None and self._context[0] == leaf:
-                return self._context[1]
-            rec = self.reconstruction
-            if key(rec.leaf_uuid) != leaf:
-                rec = reconstruct(self.transcript, leaf=self.leaf_id) if self.leaf_id else rec
-            projection = self._project(rec)
+            cached = self._context
+            if cached is not None and cached[0] == leaf:
+                self._holder.touch()
+                return cached[1]
+            if self._follows_rule() or not self.leaf_id:
+                messages = self.live.messages(self._fetch)
+            else:
+                messages = reconstruct(self.live.t, leaf=self.leaf_id, bodies=self._fetch).messages
+            projection = self._project(messages)
             self._context = (leaf, projection)
+            self._hold_context()
             return projection
 
     def context_for(self, path: list[Any]) -> Projection:
         if not path:
             return Projection([], [], ContextSettings())
-        return self._project(reconstruct(self.transcript, leaf=get(path[-1], "id")))
+        with self._lock:
+            return self._project(
+                reconstruct(self.live.t, leaf=get(path[-1], "id"), bodies=self._fetch).messages
+            )
 
     def branch(self, from_id: Any = UNDEFINED) -> list[Any]:
         """The conversation Claude Code resumes, root -> ``from_id``, as full entries."""
@@ -139,15 +262,16 @@ class ClaudeSession(IndexedSession):
         leaf = tree.leaf_id if from_id is UNDEFINED or from_id is None else from_id
         if not truthy(leaf) or tree.get(leaf) is None:
             return tree.branch(from_id)
-        rec = self.reconstruction
-        if key(rec.leaf_uuid) != key(leaf):
+        if self.live.leaf is not None and key(self.live.leaf) == key(leaf):
+            chain = self.live.chain
+        else:
             try:
-                rec = reconstruct(self.transcript, leaf=leaf)
+                chain = resumed_chain(self.live.t, leaf)
             except EntryNotFoundError:
                 return tree.branch(from_id)
-        if not rec.chain or key(rec.chain[-1]) != key(leaf):
+        if not chain or key(chain[-1]) != key(leaf):
             return tree.branch(from_id)
-        path = [tree.get(uuid) for uuid in rec.chain]
+        path = [tree.get(uuid) for uuid in chain]
         return [entry for entry in path if entry is not None]
 
     def current_branch(self) -> list[Any]:
@@ -164,27 +288,78 @@ class ClaudeSession(IndexedSession):
 
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
         with self._lock:
+            if self._follows_rule():
+                conversation = self.live.context(self._fetch)
+                self._hold_context()
+                return conversation.estimate(estimator, self._on_branch)
             return estimate_projected_context_tokens(self.context(), self.current_branch(), estimator)
 
-    def _project(self, rec: Reconstruction) -> Projection:
+    def usage_view(self, estimator: TokenEstimator = PI) -> ContextUsage:
+        """The context's usage, model and size without materialising its projection."""
+        with self._lock:
+            if not self._follows_rule():
+                projection = self.context()
+                return ContextUsage(
+                    self.context_usage(estimator), projection.settings.model, len(projection.messages)
+                )
+            conversation = self.live.context(self._fetch)
+            estimate = conversation.estimate(estimator, self._on_branch)
+            self._hold_context()
+            model: Any = None
+            for _, message in reversed(conversation.messages):
+                if get(message, "role") == "assistant":
+                    model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
+                    break
+            return ContextUsage(estimate, model, len(conversation.messages))
+
+    def _on_branch(self, uuid: str) -> bool:
+        """Whether an entry is on the tree's branch to the leaf (where a usage anchor must be)."""
+        if uuid in self.live.resumed.naive_at:
+            return True  # the walk is the branch, up to a pruned entry it stops at
+        return any(get(e, "id") == uuid for e in self.current_branch())
+
+    def _project(self, messages: list[tuple[str, Any]]) -> Projection:
         entries: list[ProjectedEntry] = []
-        messages: list[Any] = []
+        out: list[Any] = []
         model: Any = None
-        for uuid, message in rec.messages:
+        for uuid, message in messages:
             if not entries or key(get(entries[-1].source, "id")) != key(uuid):
                 light = self._index.tree.get(uuid)
                 source = self._index.full(light) if light is not None else {"type": "message", "id": uuid}
                 entries.append(ProjectedEntry(source, []))
             entries[-1].messages.append(message)
-            messages.append(message)
+            out.append(message)
             if get(message, "role") == "assistant":
                 model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
-        return Projection(entries, messages, ContextSettings("off", model))
+        return Projection(entries, out, ContextSettings("off", model))
+
+    # ------------------------------------------------------------------ memory
+
+    def _hold_context(self) -> None:
+        """Tell the budget how much of the file the materialised context holds (its lines)."""
+        conversation = self.live.conversation
+        if conversation is None:
+            self._context_bytes = 0
+        elif not self._context_bytes:
+            index, tree = self._index, self._index.tree
+            total = 0
+            for u in conversation.fed:
+                light = tree.get(u)
+                if light is not None:
+                    total += index.lengths[index.position(light)]
+            self._context_bytes = total
+        self._holder.hold(self._context_bytes)
+
+    def _drop_context(self) -> None:
+        """The budget's call (no lock): forget the messages and the projection, rebuilt on demand."""
+        self._context = None
+        self.live.drop_context()
+        self._context_bytes = 0
 
     # ------------------------------------------------------------------ following
 
     def ingest(self) -> IngestResult:
-        """Re-read the transcript when it grew; report the entries that are new."""
+        """Take in what was appended to the transcript; report the entries that are new."""
         with self._lock:
             result = IngestResult()
             try:
@@ -192,7 +367,7 @@ class ClaudeSession(IndexedSession):
             except FileNotFoundError:
                 result.reload_required = "the file was deleted"
                 return result
-            if self._inode is not None and st.st_ino != self._inode:
+            if st.st_ino != self._inode:
                 result.reload_required = "the file was replaced"
                 return result
             if st.st_size < self._read_end:
@@ -200,45 +375,53 @@ class ClaudeSession(IndexedSession):
                 return result
             if st.st_size == self._read_end:
                 return result
-            with open(self.path, "rb") as f:
-                f.seek(self._read_end)
-                data = f.read(st.st_size - self._read_end)
+            data = os.pread(self._fd, st.st_size - self._read_end, self._read_end)
             end = data.rfind(b"\n") + 1
             result.bytes_read = len(data)
             result.partial_tail = end < len(data)
             if not end:
                 return result
-            # Only the new lines are parsed and only the new entries indexed; the conversation
-            # itself is rebuilt, because repairs can reach back (a late tool result, a piece of
-            # an earlier message).
-            transcript = extend_transcript(self.transcript, data[:end])
-            rec = reconstruct(transcript)
-            new = [u for u in transcript.chain if u not in self._index.tree]
-            for entry in to_pi_entries(transcript, only=set(new)):
-                self._index.add(entry, -1, 0)
-                result.entries.append(entry)
-            if rec.leaf_uuid is not None and rec.leaf_uuid in self._index.tree:
-                self._index.tree.set_leaf(rec.leaf_uuid)
-            self.transcript, self.reconstruction = transcript, rec
-            self.diagnostics = _Diagnostics(self.path, transcript, rec)
+            growth = self.live.extend(data[:end] if end < len(data) else data, self._fetch)
             self._read_end += end
+            if growth.reload is not None:
+                result.reload_required = (
+                    f"the transcript changed in a way that is not followed: {growth.reload}"
+                )
+                return result
+            index, tree = self._index, self._index.tree
+            new = set()
+            with paused_gc():
+                for uuid, offset, length, record in growth.new:
+                    entry = self.live.pi_entry(record)
+                    index.add(entry, offset, length, keep=True)
+                    result.entries.append(entry)
+                    new.add(uuid)
+            for uuid in growth.usage_moved - new:
+                pos = index.position(tree.get(uuid))
+                index.usage[pos] = -1
+                index.forget_body(pos)
+            for uuid, parent in growth.reparented.items():
+                light = tree.get(uuid)
+                if uuid not in new and light is not None:
+                    tree.reparent(uuid, parent)
+                    index.forget_body(index.position(light))
+            refreshed = [u for u in growth.refreshed if u not in new and u in tree]
+            if refreshed:
+                for uuid, record in self._fetch(refreshed).items():
+                    index.refresh(index.position(tree.get(uuid)), self.live.pi_entry(record))
+            self._set_leaf()
             self._context = None
             self._branch = None
+            if self.live.conversation is not None:
+                self._context_bytes += sum(length for _, _, length, _ in growth.new)
+                self._holder.resize(self._context_bytes)  # growth is no read (see memory.Holder)
             return result
 
-
-def _index(transcript: ClaudeTranscript, rec: Reconstruction) -> SessionIndex:
-    first = next(iter(transcript.chain.values()), {})
-    header = {
-        "type": "session",
-        "version": 3,
-        "id": transcript.session_id or Path(transcript.source).stem,
-        "timestamp": first.get("timestamp", ""),
-        "cwd": transcript.cwd or "",
-    }
-    index = SessionIndex(header)
-    for entry in to_pi_entries(transcript):
-        index.add(entry, -1, 0)
-    if rec.leaf_uuid is not None and rec.leaf_uuid in index.tree:
-        index.tree.set_leaf(rec.leaf_uuid)
-    return index
+    def _set_leaf(self) -> None:
+        """The tree's leaf: the rule's, else (no candidate) the last entry, as a cold read leaves it."""
+        tree = self._index.tree
+        leaf = self.live.leaf
+        if leaf is not None and leaf in tree:
+            tree.set_leaf(leaf)
+        elif self.live.g.order:
+            tree.set_leaf(self.live.g.order[-1])

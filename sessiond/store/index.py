@@ -14,6 +14,7 @@ Light entries are plain dicts with Pi's key names, so the pure model (tree, sett
 
 from __future__ import annotations
 
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -27,12 +28,14 @@ from ..model.messages import entry_messages
 from ..model.preview import entry_preview
 from ..model.tokens import PI, assistant_usage, calculate_context_tokens
 from ..model.tree import SessionTree
+from .memory import BUDGET, Holder, MemoryBudget
 
 DEFAULT_CACHE_BYTES: Final = 16 * 1024 * 1024
 _BATCH_MIN: Final = 32
 """Paths at least this long read their uncached bodies in spans, not one ``pread`` each."""
 _SPAN_GAP: Final = 64 * 1024
 _SPAN_MAX: Final = 8 * 1024 * 1024
+_REPORT_BYTES: Final = 256 * 1024
 
 _LIGHT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     E.THINKING_LEVEL_CHANGE: ("thinkingLevel",),
@@ -94,38 +97,76 @@ class LightMaker:
 
 
 class _BodyCache:
-    """Recently used full entries, bounded by the size of their lines."""
+    """Recently used full entries, bounded by the size of their lines and by their age.
 
-    def __init__(self, budget: int) -> None:
+    What it holds counts against the process's :class:`~sessiond.store.memory.MemoryBudget`,
+    which can drop it whole; entries not used for the budget's idle time leave on their own
+    (a session that is appended to all day keeps only its recent bodies).
+    """
+
+    def __init__(self, budget: int, holder: Holder | None = None) -> None:
         self.budget = budget
         self.used = 0
-        self._items: OrderedDict[int, tuple[Any, int]] = OrderedDict()
+        self._items: OrderedDict[int, tuple[Any, int, float]] = OrderedDict()
+        self._holder = holder
+        self._reported = 0
+        self._reported_at = 0.0
 
     def get(self, pos: int) -> Any | None:
         item = self._items.get(pos)
         if item is None:
             return None
+        self._items[pos] = (item[0], item[1], time.monotonic())
         self._items.move_to_end(pos)
+        self._report()
         return item[0]
 
     def put(self, pos: int, entry: Any, size: int) -> None:
         if size > self.budget:
             return
+        now = time.monotonic()
         old = self._items.pop(pos, None)
         if old is not None:
             self.used -= old[1]
-        self._items[pos] = (entry, size)
+        self._items[pos] = (entry, size, now)
         self.used += size
-        while self.used > self.budget and self._items:
-            _, (_, freed) = self._items.popitem(last=False)
+        items = self._items
+        stale = now - (BUDGET.idle if self._holder is None else self._holder.idle)
+        while items and (self.used > self.budget or next(iter(items.values()))[2] < stale):
+            _, (_, freed, _) = items.popitem(last=False)
             self.used -= freed
+        self._report(now)
+
+    def forget(self, pos: int) -> None:
+        old = self._items.pop(pos, None)
+        if old is not None:
+            self.used -= old[1]
+
+    def clear(self) -> None:
+        """Drop every body (the memory budget's call: no lock is taken)."""
+        self._items = OrderedDict()
+        self.used = 0
+
+    def _report(self, now: float | None = None) -> None:
+        """Tell the budget (at most once a second unless the size moved by 256 KiB)."""
+        holder = self._holder
+        if holder is None:
+            return
+        now = time.monotonic() if now is None else now
+        if abs(self.used - self._reported) < _REPORT_BYTES and now - self._reported_at < 1.0:
+            return
+        self._reported, self._reported_at = self.used, now
+        holder.hold(self.used)
 
 
 class SessionIndex:
     """Light entries in file order, their tree, and where each full entry can be read."""
 
-    def __init__(self, header: dict[str, Any], cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self, header: dict[str, Any], cache_bytes: int = DEFAULT_CACHE_BYTES, budget: MemoryBudget = BUDGET
+    ) -> None:
         self.header = header
+        self.budget = budget
         self.light = LightMaker()
         self.tree = SessionTree([])
         self.offsets = array("q")
@@ -139,9 +180,12 @@ class SessionIndex:
         """A one-line preview per line (for tree views without reading bodies)."""
         self._pos_by_key: dict[Hashable, int] = {}
         self._resident: dict[int, Any] = {}
-        self._cache = _BodyCache(cache_bytes)
+        self._holder = budget.holder(f"bodies of {header.get('id')}", self._drop_bodies)
+        self._cache = _BodyCache(cache_bytes, self._holder)
         self.read_body: Callable[[int, int], bytes] | None = None
         """How to read ``length`` bytes at ``offset`` of the file (set by the owner)."""
+        self.decode: Callable[[bytes], Any] = parse
+        """A line of the file as a full entry (another agent's reader converts its records)."""
         self.session_name: Any = UNDEFINED
         """The latest ``session_info`` name in file order (``UNDEFINED`` when none was set)."""
 
@@ -178,21 +222,9 @@ class SessionIndex:
         light = self.light(entry)
         self.offsets.append(offset)
         self.lengths.append(length)
-        tokens = 0
-        usage = -1
-        if type(entry) is dict:
-            t = entry.get("type")
-            if t in (E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY, E.COMPACTION):
-                for message in entry_messages(entry):
-                    est = PI.message_tokens(message)
-                    tokens += int(est) if est == est else 0
-                if t == E.MESSAGE:
-                    u = assistant_usage(entry.get("message"))
-                    if u is not None:
-                        value = calculate_context_tokens(u)
-                        usage = int(value) if value == value else -1
-            elif t == E.SESSION_INFO:
-                self.session_name = entry.get("name", UNDEFINED)
+        tokens, usage = _derived(entry)
+        if type(entry) is dict and entry.get("type") == E.SESSION_INFO:
+            self.session_name = entry.get("name", UNDEFINED)
         self.tokens.append(tokens)
         self.usage.append(usage)
         self.previews.append(entry_preview(entry))
@@ -235,7 +267,7 @@ class SessionIndex:
         if self.read_body is None:
             raise RuntimeError("the index has no file to read bodies from")
         offset, length = self.offsets[pos], self.lengths[pos]
-        entry = parse(self.read_body(offset, length))
+        entry = self.decode(self.read_body(offset, length))
         self._cache.put(pos, entry, length)
         return entry
 
@@ -275,7 +307,10 @@ class SessionIndex:
         start = end = 0
         for item in missing:
             offset, length = self.offsets[item[0]], self.lengths[item[0]]
-            if run and (offset - end > _SPAN_GAP or offset + length - start > _SPAN_MAX):
+            # A line before the run's end starts a new run: a reader whose entries are not in
+            # file order (Claude Code: a repeated uuid is indexed where it was first seen, read
+            # at its last line) would otherwise slice outside the bytes read.
+            if run and (offset < end or offset - end > _SPAN_GAP or offset + length - start > _SPAN_MAX):
                 yield run
                 run = []
             if not run:
@@ -292,10 +327,59 @@ class SessionIndex:
         data = self.read_body(start, self.offsets[last] + self.lengths[last] - start)
         for pos, i in run:
             offset, length = self.offsets[pos] - start, self.lengths[pos]
-            entry = parse(data[offset : offset + length])
+            entry = self.decode(data[offset : offset + length])
             self._cache.put(pos, entry, length)
             out[i] = entry
+
+    def spans(self, positions: list[int]) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+        """Runs of file positions close enough to read with one ``pread``: ``(first offset,
+        [(position, index in positions)...])`` (for readers of other formats' records)."""
+        missing = sorted(((pos, i) for i, pos in enumerate(positions)), key=lambda m: self.offsets[m[0]])
+        for run in self._spans(missing):
+            yield self.offsets[run[0][0]], run
 
     @property
     def cache_bytes_used(self) -> int:
         return self._cache.used
+
+    # ------------------------------------------------------------------ changes to entries already indexed
+
+    def forget_body(self, pos: int) -> None:
+        """The full entry at ``pos`` changed (read or converted anew next time)."""
+        self._cache.forget(pos)
+
+    def refresh(self, pos: int, entry: Any) -> None:
+        """The full entry at ``pos`` is now ``entry`` (same line, converted anew): redo what
+        the index derived from it (estimate, usage, preview)."""
+        self._cache.forget(pos)
+        tokens, usage = _derived(entry)
+        self.tokens[pos] = tokens
+        self.usage[pos] = usage
+        self.previews[pos] = entry_preview(entry)
+
+    def _drop_bodies(self) -> None:
+        self._cache.clear()
+
+    def close(self) -> None:
+        """The session is closed: what the cache holds no longer counts against the budget."""
+        self._cache.clear()
+        self._holder.close()
+
+
+def _derived(entry: Any) -> tuple[int, int]:
+    """Pi's estimate of what an entry contributes, and the context tokens of its valid usage
+    (``-1``: none)."""
+    tokens = 0
+    usage = -1
+    if type(entry) is dict:
+        t = entry.get("type")
+        if t in (E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY, E.COMPACTION):
+            for message in entry_messages(entry):
+                est = PI.message_tokens(message)
+                tokens += int(est) if est == est else 0
+            if t == E.MESSAGE:
+                u = assistant_usage(entry.get("message"))
+                if u is not None:
+                    value = calculate_context_tokens(u)
+                    usage = int(value) if value == value else -1
+    return tokens, usage

@@ -206,7 +206,11 @@ async def test_a_subscriber_that_stops_reading_is_bounded(tmp_path: Path) -> Non
             )
         await asyncio.sleep(0.3)
         payload = "y" * 2000
-        for _ in range(300):
+        # Enough updates to fill the kernel's socket buffers as well as the queue: the daemon
+        # writes what one loop tick queued in one write(), so 300 appends' updates (~120 kB in
+        # a few large writes) can fit in the kernel's buffers without any backpressure at all.
+        appends = 1500
+        for _ in range(appends):
             await writer.request(
                 "session/append",
                 {"sessionId": sid, "entries": [{"type": "message", "message": user(payload)}]},
@@ -230,7 +234,7 @@ async def test_a_subscriber_that_stops_reading_is_bounded(tmp_path: Path) -> Non
             m["params"]["update"]["sessionUpdate"] for m in messages if m.get("method") == "session/update"
         ]
         assert "resync_required" in kinds
-        assert kinds.count("entries_appended") < 300
+        assert kinds.count("entries_appended") < appends
         reader.close()
         await writer.close()
     finally:
@@ -281,6 +285,30 @@ async def test_one_daemon_per_store(daemon: Daemon) -> None:
     assert proc.returncode == 3
     assert "already running" in proc.stderr and str(daemon.process.pid) in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+async def test_a_daemon_of_another_store_does_not_take_over_a_live_socket(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """The store lock cannot exclude a daemon of another store given the same ``--socket``: it
+    must refuse instead of unlinking the live socket (which handed the first daemon's clients to
+    the wrong store), and the first daemon keeps answering there."""
+    other = tmp_path / "other-store"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessiond", "serve", "--store", str(other), "--socket", str(daemon.socket)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=daemon.env,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert f"already running on the socket {daemon.socket}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    client = await daemon.client()
+    info = await client.request("daemon/status", {})
+    assert info["store"] == str(daemon.store)
+    await client.close()
 
 
 async def test_socket_permissions(daemon: Daemon) -> None:

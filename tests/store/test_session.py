@@ -13,7 +13,12 @@ from typing import Any
 
 import pytest
 
-from sessiond.compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
+from sessiond.compaction.prepare import (
+    CompactionPreparation,
+    CompactionSettings,
+    NoCompaction,
+    prepare_compaction,
+)
 from sessiond.errors import (
     EntryNotFoundError,
     EntryNotOnBranchError,
@@ -30,6 +35,7 @@ from sessiond.model.projection import project
 from sessiond.model.tokens import estimate_projected_context_tokens
 from sessiond.store.journal import Durability
 from sessiond.store.session import LEAF_MARKER, Session
+from sessiond.store.session import context as session_context
 from tests.builders import assistant, tool_result, user
 from tests.conftest import PI_FIXTURES, log_file
 
@@ -569,6 +575,48 @@ def test_incremental_context_equals_a_fresh_build_after_every_operation(tmp_path
     reopened = Session.open(s.path)
     reopened.set_leaf(s.leaf_id)
     assert reopened.context().messages == s.context().messages
+
+
+def test_an_append_extends_the_cached_projection_without_copying_it(tmp_path: Path) -> None:
+    """An append below the leaf costs what was appended, not the branch: the cached projection's
+    lists grow in place (copying them per append made appends slower as the session grew)."""
+    s = new(tmp_path)
+    for i in range(50):
+        s.append_message(user(f"u{i}"))
+        s.append_message(assistant(f"a{i}", total=100 + i))
+    before = s.context()
+    entries, messages = before.entries, before.messages
+    s.append_message(user("one more"))
+    after = s.context()
+    assert after.entries is entries and after.messages is messages
+    assert len(messages) == 101
+    assert after.messages == project(s.branch()).messages
+
+
+def test_a_compaction_preparation_is_not_changed_by_later_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preparation is made off the event loop while appends go on: it works on a copy of the
+    projection, not on the lists appends extend."""
+    s = new(tmp_path)
+    for i in range(30):
+        s.append_message(user(f"u{i} " + "x" * 400))
+        s.append_message(assistant(f"a{i}", total=1000 * (i + 1)))
+    s.context()
+    seen: list[Any] = []
+    real = prepare_compaction
+
+    def spy(branch: Any, settings: Any, estimator: Any, *, projection: Any) -> Any:
+        seen.append((projection, len(projection.messages)))
+        return real(branch, settings, estimator, projection=projection)
+
+    monkeypatch.setattr(session_context, "prepare_compaction", spy)
+    s.prepare_compaction_at_leaf(CompactionSettings(reserve_tokens=100, keep_recent_tokens=200))
+    projection, count = seen[0]
+    s.append_message(user("after the snapshot"))
+    s.context()
+    assert len(projection.messages) == count == 60
+    assert projection.messages is not s.context().messages
 
 
 def test_batch_append_chains_entries_and_writes_them_at_once(

@@ -106,51 +106,12 @@ def build_graph(t: ClaudeTranscript) -> Graph:
     results: dict[str, list[str]] = {}
     for uuid in order:
         entry = chain[uuid]
-        raw = entry.get("parentUuid")
-        if type(raw) is not str or not raw:
-            raw = None
-        elif raw in target:
-            raw = target[raw]
-        etype = entry.get("type")
-        if etype == SYSTEM and entry.get("subtype") == COMPACT_BOUNDARY:
+        raw = raw_parent(entry, target)
+        if is_compact_boundary(entry):
             boundaries.append(uuid)
             raw = None
         parent[uuid] = raw
-        ts[uuid] = timestamp_ms(entry.get("timestamp"))
-        if etype not in (ASSISTANT, USER):
-            continue
-        message = entry.get("message")
-        if type(message) is not dict:
-            continue
-        content = message.get("content")
-        if etype == ASSISTANT:
-            mid = message.get("id")
-            if type(mid) is str and mid:
-                msg_ids[uuid] = mid
-            if type(content) is not list:
-                continue
-            ids: list[str] = []
-            for block in content:
-                if type(block) is dict and block.get("type") == "tool_use":
-                    tid = block.get("id")
-                    if type(tid) is str:
-                        ids.append(tid)
-                        if tid not in tool_names:
-                            name = block.get("name")
-                            tool_names[tid] = name if type(name) is str else ""
-            if ids:
-                uses[uuid] = ids
-        elif type(content) is list:
-            found = False
-            ids = []
-            for block in content:
-                if type(block) is dict and block.get("type") == "tool_result":
-                    found = True
-                    tid = block.get("tool_use_id")
-                    if type(tid) is str:
-                        ids.append(tid)
-            if found:
-                results[uuid] = ids
+        index_entry(uuid, entry, ts, tool_names, msg_ids, uses, results)
     pruned: set[str] = set()
     preserved: set[str] = set()
     zero_usage: set[str] = set()
@@ -175,6 +136,68 @@ def build_graph(t: ClaudeTranscript) -> Graph:
     )
     graph.snipped = snipped
     return graph
+
+
+def raw_parent(entry: dict[str, Any], bridge: dict[str, str | None]) -> str | None:
+    """``parentUuid`` with progress bridged (before boundaries, relinks and snips)."""
+    raw = entry.get("parentUuid")
+    if type(raw) is not str or not raw:
+        return None
+    return bridge.get(raw, raw)
+
+
+def is_compact_boundary(entry: dict[str, Any]) -> bool:
+    return entry.get("type") == SYSTEM and entry.get("subtype") == COMPACT_BOUNDARY
+
+
+def index_entry(
+    uuid: str,
+    entry: dict[str, Any],
+    ts: dict[str, float],
+    tool_names: dict[str, str],
+    msg_ids: dict[str, str],
+    uses: dict[str, list[str]],
+    results: dict[str, list[str]],
+) -> None:
+    """What the later stages look up per message entry: its timestamp, and for assistants the
+    ``message.id`` and ``tool_use`` ids (the first name of an id wins), for users the ids their
+    ``tool_result`` blocks answer. Shared by :func:`build_graph` and by followers growing a graph."""
+    ts[uuid] = timestamp_ms(entry.get("timestamp"))
+    etype = entry.get("type")
+    if etype not in (ASSISTANT, USER):
+        return
+    message = entry.get("message")
+    if type(message) is not dict:
+        return
+    content = message.get("content")
+    if etype == ASSISTANT:
+        mid = message.get("id")
+        if type(mid) is str and mid:
+            msg_ids[uuid] = mid
+        if type(content) is not list:
+            return
+        ids: list[str] = []
+        for block in content:
+            if type(block) is dict and block.get("type") == "tool_use":
+                tid = block.get("id")
+                if type(tid) is str:
+                    ids.append(tid)
+                    if tid not in tool_names:
+                        name = block.get("name")
+                        tool_names[tid] = name if type(name) is str else ""
+        if ids:
+            uses[uuid] = ids
+    elif type(content) is list:
+        found = False
+        ids = []
+        for block in content:
+            if type(block) is dict and block.get("type") == "tool_result":
+                found = True
+                tid = block.get("tool_use_id")
+                if type(tid) is str:
+                    ids.append(tid)
+        if found:
+            results[uuid] = ids
 
 
 def _apply_snip_removals(
@@ -207,6 +230,70 @@ def _apply_snip_removals(
     return removed
 
 
+@dataclass(slots=True)
+class SegmentPlan:
+    """What the last ``preservedSegment`` boundary asks for (docs/claude-code.md, The graph)."""
+
+    info: dict[str, Any]
+    """The ``preservedSegment`` diagnostic (``pruned`` is filled in when the plan is applied)."""
+    walk: list[str]
+    """The segment, tail -> head, when it is applied (``info["applied"]``); else empty."""
+    head: str | None
+    anchor: str | None
+    tail: str | None
+    prunes: bool
+    """Whether entries before the last boundary leave the conversation: the segment is applied,
+    or its boundary is no longer the last one. A live but broken segment prunes nothing."""
+
+
+def plan_preserved_segment(
+    chain: dict[str, dict[str, Any]], boundaries: list[str], parent: dict[str, str | None]
+) -> SegmentPlan | None:
+    """The relink of the last boundary carrying ``compactMetadata.preservedSegment`` (``None``
+    when no boundary carries one). Only reads: the segment is checked by walking ``parent``
+    from ``tailUuid``, which must reach ``headUuid``; nothing is changed."""
+    seg: dict[str, Any] | None = None
+    seg_boundary: str | None = None
+    for b in boundaries:
+        meta = chain[b].get("compactMetadata")
+        candidate = meta.get("preservedSegment") if type(meta) is dict else None
+        if type(candidate) is dict:
+            seg, seg_boundary = candidate, b
+    if seg is None or seg_boundary is None:
+        return None
+    live = seg_boundary == boundaries[-1]
+    head, anchor, tail = (str_or_none(seg.get(k)) for k in ("headUuid", "anchorUuid", "tailUuid"))
+    info: dict[str, Any] = {
+        "boundary": seg_boundary,
+        "headUuid": head,
+        "anchorUuid": anchor,
+        "tailUuid": tail,
+        "live": live,
+        "applied": False,
+        "preserved": 0,
+        "pruned": 0,
+    }
+    if not live:
+        return SegmentPlan(info, [], head, anchor, tail, True)
+    walk: list[str] = []
+    seen: set[str] = set()
+    cur = tail
+    reached = False
+    while cur is not None and cur in parent and cur not in seen:
+        seen.add(cur)
+        walk.append(cur)
+        if cur == head:
+            reached = True
+            break
+        cur = parent[cur]
+    if not reached or head is None or anchor is None or tail is None:
+        info["reason"] = "tailUuid does not lead to headUuid"
+        return SegmentPlan(info, [], head, anchor, tail, False)
+    info["applied"] = True
+    info["preserved"] = len(walk)
+    return SegmentPlan(info, walk, head, anchor, tail, True)
+
+
 def _apply_preserved_segment(
     chain: dict[str, dict[str, Any]],
     order: list[str],
@@ -228,55 +315,21 @@ def _apply_preserved_segment(
     """
     if not boundaries:
         return None
-    seg: dict[str, Any] | None = None
-    seg_boundary: str | None = None
-    for b in boundaries:
-        meta = chain[b].get("compactMetadata")
-        candidate = meta.get("preservedSegment") if type(meta) is dict else None
-        if type(candidate) is dict:
-            seg, seg_boundary = candidate, b
-    if seg is None or seg_boundary is None:
+    plan = plan_preserved_segment(chain, boundaries, parent)
+    if plan is None:
         return None
-    last_boundary = boundaries[-1]
-    head, anchor, tail = (str_or_none(seg.get(k)) for k in ("headUuid", "anchorUuid", "tailUuid"))
-    info: dict[str, Any] = {
-        "boundary": seg_boundary,
-        "headUuid": head,
-        "anchorUuid": anchor,
-        "tailUuid": tail,
-        "live": seg_boundary == last_boundary,
-        "applied": False,
-        "preserved": 0,
-        "pruned": 0,
-    }
-    if seg_boundary == last_boundary:
-        walk: list[str] = []
-        seen: set[str] = set()
-        cur = tail
-        reached = False
-        while cur is not None and cur in parent and cur not in seen:
-            seen.add(cur)
-            walk.append(cur)
-            if cur == head:
-                reached = True
-                break
-            cur = parent[cur]
-        if not reached or head is None or anchor is None or tail is None:
-            info["reason"] = "tailUuid does not lead to headUuid"
-            return info
-        preserved.update(walk)
+    head, anchor, tail = plan.head, plan.anchor, plan.tail
+    if plan.walk and head is not None:
+        preserved.update(plan.walk)
         parent[head] = anchor
         for u in order:
             if u != head and parent[u] == anchor:
                 parent[u] = tail
-        for u in walk:
+        for u in plan.walk:
             if chain[u].get("type") == ASSISTANT:
                 zero_usage.add(u)
-        info["applied"] = True
-        info["preserved"] = len(walk)
-    cut = pos[last_boundary]
-    for u in order:
-        if pos[u] < cut and u not in preserved:
-            pruned.add(u)
-    info["pruned"] = len(pruned)
-    return info
+    if plan.prunes:
+        pruned.update(order[: pos[boundaries[-1]]])
+        pruned.difference_update(preserved)
+        plan.info["pruned"] = len(pruned)
+    return plan.info

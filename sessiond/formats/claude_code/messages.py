@@ -11,7 +11,7 @@ recorded).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -260,9 +260,12 @@ class _Api:
 
 
 def build_messages(
-    t: ClaudeTranscript, g: Graph, chain: list[str]
+    t: ClaudeTranscript, g: Graph, chain: list[str], entries: Mapping[str, dict[str, Any]] | None = None
 ) -> tuple[list[tuple[str, Message]], dict[str, Any]]:
-    entries = t.chain
+    """The request built from ``chain`` (records from ``entries``, default ``t.chain``) and what
+    building it reported."""
+    if entries is None:
+        entries = t.chain
     start = 0
     boundaries = set(g.boundaries)
     for i in range(len(chain) - 1, -1, -1):

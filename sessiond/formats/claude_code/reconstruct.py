@@ -10,6 +10,8 @@ with a seen-set: nothing recurses on the depth of a conversation.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,21 +40,29 @@ class Reconstruction:
     """The plain parent walk from the leaf (before orphan recovery)."""
 
 
-def reconstruct(t: ClaudeTranscript, *, leaf: str | None = None, rule: str = "resume-file") -> Reconstruction:
+Bodies = Callable[[list[str]], Mapping[str, dict[str, Any]]]
+"""Reads the full records of chain entries (a follower keeps only skeletons in ``t.chain``)."""
+
+
+def reconstruct(
+    t: ClaudeTranscript, *, leaf: str | None = None, rule: str = "resume-file", bodies: Bodies | None = None
+) -> Reconstruction:
     """Rebuild the conversation from a leaf, as ``claude --resume`` does (docs/claude-code.md).
 
     ``leaf`` (any chain uuid; a progress uuid stands for its bridged ancestor) overrides the
     rule; :class:`~sessiond.errors.EntryNotFoundError` when it is not in the file. ``rule`` is
     one of :data:`LEAF_RULES`. When ``resume-file`` finds no leaf because every entry is a
     sidechain entry (a sub-agent transcript), the ``agent`` rule is used and reported.
+    ``bodies`` reads the records the messages are built from, when ``t.chain`` holds
+    :func:`~.records.skeleton` records (a followed transcript); by default ``t.chain`` is used.
     """
     if rule not in LEAF_RULES:
         raise ValueError(f"unknown leaf rule {rule!r} (expected one of: {', '.join(LEAF_RULES)})")
     with paused_gc():  # many small containers, none garbage: the collector would rescan the records
-        return _reconstruct(t, leaf, rule)
+        return _reconstruct(t, leaf, rule, bodies)
 
 
-def _reconstruct(t: ClaudeTranscript, leaf: str | None, rule: str) -> Reconstruction:
+def _reconstruct(t: ClaudeTranscript, leaf: str | None, rule: str, bodies: Bodies | None) -> Reconstruction:
     g = graph_of(t)
     diag: dict[str, Any] = {"leafRuleRequested": "explicit" if leaf is not None else rule}
     if leaf is not None:
@@ -73,30 +83,75 @@ def _reconstruct(t: ClaudeTranscript, leaf: str | None, rule: str) -> Reconstruc
     diag["leafRule"] = used
     naive, missing, cycle = _walk(t, g, chosen)
     chain, recovered = _recover_orphans(t, g, naive)
-    diag["naiveChainLength"] = len(naive)
-    diag["chainLength"] = len(chain)
-    diag["orphansRecovered"] = recovered
-    diag["missingParents"] = missing
-    diag["cycles"] = cycle
-    diag["unpairedBefore"] = _unpaired(g, naive)
-    diag["unpairedAfter"] = _unpaired(g, chain)
-    messages, mdiag = build_messages(t, g, chain)
-    diag.update(mdiag)
+    entries: Mapping[str, dict[str, Any]] = t.chain
+    if bodies is not None:
+        entries = bodies(chain[context_start(g, chain) :])
+    messages, mdiag = build_messages(t, g, chain, entries)
+    diag.update(chain_diagnostics(t, g, chosen, naive, chain, recovered, missing, cycle, mdiag))
+    return Reconstruction(chosen, used, chain, messages, diag, naive)
+
+
+def resumed_chain(t: ClaudeTranscript, leaf: str) -> list[str]:
+    """The chain ``reconstruct(t, leaf=leaf)`` gives, without building its messages."""
+    if leaf not in t.chain:
+        raise EntryNotFoundError(leaf)
+    g = graph_of(t)
+    chosen: str | None = leaf
+    if leaf in g.progress_target:
+        chosen = g.progress_target[leaf]
+        if chosen is not None and chosen not in g.parent:
+            chosen = None
+    naive, _, _ = _walk(t, g, chosen)
+    return _recover_orphans(t, g, naive)[0]
+
+
+def context_start(g: Graph, chain: list[str]) -> int:
+    """Position of the first chain entry after the last compact boundary on it (0: none)."""
+    boundaries = set(g.boundaries)
+    for i in range(len(chain) - 1, -1, -1):
+        if chain[i] in boundaries:
+            return i + 1
+    return 0
+
+
+def chain_diagnostics(
+    t: ClaudeTranscript,
+    g: Graph,
+    leaf: str | None,
+    naive: list[str],
+    chain: list[str],
+    recovered: int,
+    missing: list[dict[str, Any]],
+    cycles: list[str],
+    messages: dict[str, Any],
+) -> dict[str, Any]:
+    """The reconstruction's diagnostics after the leaf rule's (``messages``: what building the
+    messages reported). A pass over the whole graph: for reports, not for following."""
+    diag: dict[str, Any] = {
+        "naiveChainLength": len(naive),
+        "chainLength": len(chain),
+        "orphansRecovered": recovered,
+        "missingParents": missing,
+        "cycles": cycles,
+        "unpairedBefore": _unpaired(g, naive),
+        "unpairedAfter": _unpaired(g, chain),
+    }
+    diag.update(messages)
     lp = t.titles.last_prompt_leaf
+    on_chain = set(chain)
     diag["lastPromptLeaf"] = lp
-    diag["lastPromptLeafAgrees"] = None if lp is None else lp == chosen
-    diag["lastPromptLeafOnChain"] = None if lp is None else lp in set(chain)
+    diag["lastPromptLeafAgrees"] = None if lp is None else lp == leaf
+    diag["lastPromptLeafOnChain"] = None if lp is None else lp in on_chain
     diag["compactBoundaries"] = _boundary_report(t, g, chain)
     diag["preservedSegment"] = g.relink
     diag["snipRemoved"] = len(g.snipped)
-    on_chain = set(chain)
     diag["sidechainEntriesExcluded"] = sum(
         1 for u in g.order if u not in on_chain and t.chain[u].get("isSidechain") is True
     )
     diag["danglingParentEntries"] = sum(
         1 for u in g.order if (p := g.parent[u]) is not None and p not in g.parent
     )
-    return Reconstruction(chosen, used, chain, messages, diag, naive)
+    return diag
 
 
 def _select_leaf(t: ClaudeTranscript, g: Graph, rule: str) -> tuple[str | None, str, int, bool]:
@@ -120,22 +175,7 @@ def _select_leaf(t: ClaudeTranscript, g: Graph, rule: str) -> tuple[str | None, 
         for u in live:
             if u in has_child:
                 continue
-            path: list[str] = []
-            seen: set[str] = set()
-            cur: str | None = u
-            found: str | None = None
-            while cur is not None and cur in live_set and cur not in seen:
-                if cur in nearest:
-                    found = nearest[cur]
-                    break
-                if chain[cur].get("type") in (USER, ASSISTANT):
-                    found = cur
-                    break
-                seen.add(cur)
-                path.append(cur)
-                cur = g.parent[cur]
-            for p in path:
-                nearest[p] = found
+            found, _ = walk_to_message(u, chain, g.parent, live_set, nearest)
             if found is not None:
                 leaves.add(found)
         cands = [u for u in live if u in leaves]
@@ -168,10 +208,50 @@ def _newest(g: Graph, cands: list[str]) -> tuple[str | None, bool]:
     return best, False
 
 
+def walk_to_message(
+    start: str,
+    chain: Mapping[str, Mapping[str, Any]],
+    parent: Mapping[str, str | None],
+    live: AbstractSet[str],
+    nearest: dict[str, str | None],
+) -> tuple[str | None, str | None]:
+    """From ``start`` up the parents to the nearest user/assistant entry among ``live``: that entry
+    (None when the walk leaves ``live``, loops, or meets a memo of None) and where the walk
+    stopped. Every entry passed on the way is memoised in ``nearest``, so a later walk through
+    them stops at once; shared by the cold leaf rule and the live one."""
+    path: list[str] = []
+    seen: set[str] = set()
+    cur: str | None = start
+    found: str | None = None
+    while cur is not None and cur in live and cur not in seen:
+        if cur in nearest:
+            found = nearest[cur]
+            break
+        if chain[cur].get("type") in (USER, ASSISTANT):
+            found = cur
+            break
+        seen.add(cur)
+        path.append(cur)
+        cur = parent[cur]
+    for p in path:
+        nearest[p] = found
+    return found, cur
+
+
 def _walk(
     t: ClaudeTranscript, g: Graph, leaf: str | None
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """Parent walk from ``leaf`` (a loop with a seen-set), reversed to root -> leaf."""
+    """Parent walk from ``leaf``, reversed to root -> leaf."""
+    out, missing, cycles = walk_up(t, g, leaf)
+    out.reverse()
+    return out, missing, cycles
+
+
+def walk_up(
+    t: ClaudeTranscript, g: Graph, leaf: str | None
+) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """Parent walk from ``leaf`` (a loop with a seen-set), leaf first; with the missing parents
+    and the cycles it ran into. Shared with the live chain, which keeps it leaf first."""
     out: list[str] = []
     missing: list[dict[str, Any]] = []
     cycles: list[str] = []
@@ -193,7 +273,6 @@ def _walk(
             missing.append(_missing_parent(t, g, cur, p))
             break
         cur = p
-    out.reverse()
     return out, missing, cycles
 
 

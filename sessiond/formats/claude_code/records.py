@@ -172,6 +172,10 @@ class ClaudeTranscript:
     diagnostics: ClaudeLoadDiagnostics
     agent_id: str | None = None
     """``agentId`` of the first chain entry carrying one (sub-agent transcripts, 2.0+)."""
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    """Byte offset and length of each record's line in the file (parallel to ``records``)."""
+    end: int = 0
+    """Bytes of the file read (a follower continues from here)."""
     graph_cache: object = field(default=None, repr=False)
     """The parent graph (:func:`~.graph.graph_of`), built once on first use and shared by every
     reconstruction of this transcript."""
@@ -279,3 +283,49 @@ def prompt_text(e: dict[str, Any]) -> str | None:
         texts = [b.get("text") for b in content if type(b) is dict and b.get("type") == "text"]
         return "\n".join(x for x in texts if type(x) is str) if texts else None
     return None
+
+
+# --------------------------------------------------------------------------- what a follower keeps
+
+_SKELETON_FIELDS: Final = ("subtype", "compactMetadata", "logicalParentUuid", "snipMetadata")
+_SHARED_SKELETONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+_MAX_SHARED: Final = 4096
+
+
+def skeleton(rec: dict[str, Any]) -> dict[str, Any]:
+    """What a follower keeps of a chain record once its graph is built: the fields read after
+    that (leaf rules, reports): ``type``, ``isSidechain``, ``agentId``, an attachment's type, and
+    a system entry's subtype and compaction/snip metadata. Bodies are read back from the file.
+
+    Records of the same shape share one dict (most entries of a session are ``user`` or
+    ``assistant`` entries of the main chain), so keeping a skeleton per entry costs a reference.
+    Skeletons are never modified.
+    """
+    kind = rec.get("type")
+    side = rec.get("isSidechain") is True
+    agent = rec.get("agentId") if type(rec.get("agentId")) is str else None
+    if kind == SYSTEM:
+        out: dict[str, Any] = {"type": kind}
+        if side:
+            out["isSidechain"] = True
+        if agent is not None:
+            out["agentId"] = agent
+        for name in _SKELETON_FIELDS:
+            if name in rec:
+                out[name] = rec[name]
+        return out
+    att = attachment_type(rec) if kind == ATTACHMENT else None
+    shape = (kind, side, agent, att if type(att) is str else None)
+    shared = _SHARED_SKELETONS.get(shape)
+    if shared is not None:
+        return shared
+    out = {"type": kind}
+    if side:
+        out["isSidechain"] = True
+    if agent is not None:
+        out["agentId"] = agent
+    if shape[3] is not None:
+        out["attachment"] = {"type": shape[3]}
+    if len(_SHARED_SKELETONS) < _MAX_SHARED:
+        _SHARED_SKELETONS[shape] = out
+    return out

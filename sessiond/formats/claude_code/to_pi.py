@@ -52,74 +52,80 @@ def _to_pi_entries(t: ClaudeTranscript, only: Container[str] | None = None) -> l
             continue
         mid = message_id(e) or u
         carrier[mid] = u
-        usage = EMPTY_USAGE if u in g.zero_usage else usage_tuple(e.get("message"))
+        piece = EMPTY_USAGE if u in g.zero_usage else usage_tuple(e.get("message"))
         prev = group_usage.get(mid)
-        group_usage[mid] = usage if prev is None else max_usage(prev, usage)
+        group_usage[mid] = piece if prev is None else max_usage(prev, piece)
     out: list[dict[str, Any]] = []
     for u in g.order:
         if only is not None and u not in only:
             continue
         e = chain[u]
-        etype = e.get("type")
-        ts = e.get("timestamp")
-        timestamp = ts if type(ts) is str else ""
-        meta = _cc_meta(e)
-        base: dict[str, Any]
-        if etype == ASSISTANT:
+        usage: Usage4 | None = None
+        if e.get("type") == ASSISTANT:
             mid = message_id(e) or u
-            message = assistant_message(e, usage=group_usage[mid] if carrier[mid] == u else EMPTY_USAGE)
+            usage = group_usage[mid] if carrier[mid] == u else EMPTY_USAGE
+        out.append(pi_entry(u, e, g.parent[u], usage, g.tool_names))
+    return out
+
+
+def pi_entry(
+    u: str, e: dict[str, Any], parent: str | None, usage: Usage4 | None, tool_names: dict[str, str]
+) -> dict[str, Any]:
+    """One chain entry as a Pi v3 entry (see :func:`to_pi_entries`): ``parent`` is its effective
+    parent, ``usage`` (assistants) what its message carries (the API message's usage on the
+    message's last piece, zero on the others)."""
+    etype = e.get("type")
+    ts = e.get("timestamp")
+    timestamp = ts if type(ts) is str else ""
+    meta = _cc_meta(e)
+    base: dict[str, Any]
+    if etype == ASSISTANT:
+        message = assistant_message(e, usage=usage if usage is not None else EMPTY_USAGE)
+        base = {"type": "message", "id": u, "parentId": parent, "timestamp": timestamp, "message": message}
+    elif etype == USER:
+        msgs = user_messages(e, tool_names)
+        if len(msgs) == 1:
             base = {
                 "type": "message",
                 "id": u,
-                "parentId": g.parent[u],
+                "parentId": parent,
                 "timestamp": timestamp,
-                "message": message,
+                "message": msgs[0],
             }
-        elif etype == USER:
-            msgs = user_messages(e, g.tool_names)
-            if len(msgs) == 1:
-                base = {
-                    "type": "message",
-                    "id": u,
-                    "parentId": g.parent[u],
-                    "timestamp": timestamp,
-                    "message": msgs[0],
-                }
-            elif not msgs:
-                base = {
-                    "type": "message",
-                    "id": u,
-                    "parentId": g.parent[u],
-                    "timestamp": timestamp,
-                    "message": {"role": "user", "content": [], "timestamp": epoch_ms(ts)},
-                }
-            else:
-                base = {
-                    "type": "custom",
-                    "customType": "claude-code.user/tool-results",
-                    "data": {"messages": msgs},
-                    "id": u,
-                    "parentId": g.parent[u],
-                    "timestamp": timestamp,
-                }
+        elif not msgs:
+            base = {
+                "type": "message",
+                "id": u,
+                "parentId": parent,
+                "timestamp": timestamp,
+                "message": {"role": "user", "content": [], "timestamp": epoch_ms(ts)},
+            }
         else:
-            if etype == SYSTEM:
-                custom_type = f"claude-code.system/{e.get('subtype') or 'none'}"
-                data = _system_data(e)
-            else:
-                custom_type = f"claude-code.attachment/{attachment_type(e) or 'none'}"
-                data = _attachment_data(e)
             base = {
                 "type": "custom",
-                "customType": custom_type,
-                "data": data,
+                "customType": "claude-code.user/tool-results",
+                "data": {"messages": msgs},
                 "id": u,
-                "parentId": g.parent[u],
+                "parentId": parent,
                 "timestamp": timestamp,
             }
-        base["claudeCode"] = meta
-        out.append(base)
-    return out
+    else:
+        if etype == SYSTEM:
+            custom_type = f"claude-code.system/{e.get('subtype') or 'none'}"
+            data = _system_data(e)
+        else:
+            custom_type = f"claude-code.attachment/{attachment_type(e) or 'none'}"
+            data = _attachment_data(e)
+        base = {
+            "type": "custom",
+            "customType": custom_type,
+            "data": data,
+            "id": u,
+            "parentId": parent,
+            "timestamp": timestamp,
+        }
+    base["claudeCode"] = meta
+    return base
 
 
 _FLAGS: Final = (

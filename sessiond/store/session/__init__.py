@@ -7,6 +7,7 @@ whichever module of the package defines them.
 
 from __future__ import annotations
 
+from ...model.tokens import ContextUsage
 from .context import CachedContext
 from .ingest import FollowedSession, IngestResult
 from .leaf import LEAF_MARKER, LeafMoves
@@ -18,6 +19,7 @@ from .writes import PendingAppend, WritableSession
 __all__ = [
     "LEAF_MARKER",
     "CachedContext",
+    "ContextUsage",
     "FollowedSession",
     "IndexedSession",
     "IngestResult",

@@ -3,7 +3,8 @@
 The projection of the current branch is cached until the leaf or the session changes, and
 appends that extend the leaf extend the cache instead of rebuilding it (the write path calls
 :meth:`CachedContext._extend_light_context`), so asking for context or usage after every
-append costs what was appended, not the branch.
+append costs what was appended, not the branch. Usage is kept without the projection, which
+the process's memory budget drops when it is not read (:mod:`sessiond.store.memory`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ...model.projection import (
     next_settings,
     project_entries,
 )
-from ...model.tokens import PI, ContextEstimate, TokenEstimator, UsageTracker
+from ...model.tokens import PI, ContextEstimate, ContextUsage, TokenEstimator, UsageTracker
 from ..index import SessionIndex
 from .reads import IndexedSession
 
@@ -48,30 +49,62 @@ class _LightContext:
 
 
 class CachedContext(IndexedSession):
-    """Pi's context over the light index, cached per leaf and extended by appends."""
+    """Pi's context over the light index, cached per leaf and extended by appends.
+
+    Two things are kept apart: the *light* context (the path, settings and context entries,
+    a few references per entry) with the usage trackers, kept current by every append; and
+    the *materialised* projection (every context message parsed, with its source entry), built
+    when someone reads the context and dropped under the process's memory budget when unused.
+    Reporting usage after an append needs only the first, so a session that is appended to
+    all day but never read holds no parsed context.
+    """
 
     def __init__(self, path: Path, index: SessionIndex) -> None:
         super().__init__(path, index)
         self._projection: tuple[Hashable, Projection] | None = None
         self._light_ctx: _LightContext | None = None
-        self._generation = 0
-        """Bumped whenever the projection is rebuilt rather than extended."""
-        self._usage: dict[str, tuple[int, UsageTracker]] = {}
+        self._usage: dict[str, tuple[Hashable, UsageTracker]] = {}
+        """Estimator name -> the light context (leaf, entry count) it is current for, the tracker."""
+        self._projection_bytes = 0
+        self._context_holder = index.budget.holder(
+            f"context of {index.header.get('id')}", self._drop_projection
+        )
+
+    def close(self) -> None:
+        self._context_holder.close()
+        super().close()
+
+    def _drop_projection(self) -> None:
+        """The memory budget's call (no lock taken): rebuilt from the file when next read."""
+        self._projection = None
 
     def context(self) -> Projection:
         """The projection of the current branch; only the context entries are read in full.
 
-        Cached until the leaf or the session changes, so asking twice costs nothing.
+        Cached until the leaf or the session changes, so asking twice costs nothing. Appends
+        below the leaf extend its lists in place: read it, do not keep it across a write (or
+        copy it, as :meth:`prepare_compaction_at_leaf` does).
         """
         with self._lock:
             cache_key = (key(self._index.tree.leaf_id), len(self._index))
-            if self._projection is not None and self._projection[0] == cache_key:
-                return self._projection[1]
+            cached = self._projection
+            if cached is not None and cached[0] == cache_key:
+                self._context_holder.touch()
+                return cached[1]
             light = self._light_context()
             projection = project_entries(self._index.full_path(light.ctx), light.settings)
             self._projection = (cache_key, projection)
-            self._generation += 1
+            self._projection_bytes = self._bytes_of(light.ctx)
+            self._context_holder.hold(self._projection_bytes)
             return projection
+
+    def _bytes_of(self, entries: list[Any]) -> int:
+        index = self._index
+        total = 0
+        for light in entries:
+            if type(light) is dict:
+                total += index.lengths[index.position(light)]
+        return total
 
     def _light_context(self) -> _LightContext:
         tree = self._index.tree
@@ -87,16 +120,18 @@ class CachedContext(IndexedSession):
         return self._light_ctx
 
     def _extend_light_context(self, parent: Any, light: Any, is_new_id: bool, full: Entry) -> None:
-        """After an append: extend the cached path (and projection) if the entry hangs below the leaf.
+        """After an append: extend the cached path, projection and usage if the entry hangs below
+        the leaf.
 
         Keeps rebuilding context after an append proportional to what was appended: the
-        projection grows by the new entry's messages unless the entry changes how earlier
-        ones project (a compaction or a context edit), which rebuilds it from the context
-        entries.
+        projection (when one is held) grows by the new entry's messages unless the entry
+        changes how earlier ones project (a compaction or a context edit), which rebuilds it
+        from the context entries; the usage trackers fold in the new messages the same way.
         """
         cached = self._light_ctx
         previous = self._projection
         self._projection = None
+        trackers, self._usage = self._usage, {}
         if cached is None or not is_new_id or cached.leaf != key(parent) or type(light) is not dict:
             self._light_ctx = None
             return
@@ -111,20 +146,28 @@ class CachedContext(IndexedSession):
             cached.ctx.append(light)
         cached.leaf = key(light.get("id", UNDEFINED))
         cached.count = len(self._index)
+        after = (cached.leaf, cached.count)
         t = light.get("type")
+        messages = [] if marker else entry_messages(full)
+        for name, (at, tracker) in trackers.items():
+            if at == before and tracker.append(messages, [light]):
+                self._usage[name] = (after, tracker)
         if previous is not None and previous[0] == before and marker:
-            self._projection = ((cached.leaf, cached.count), previous[1])  # a marker is no context
+            self._projection = (after, previous[1])  # a marker is no context
         elif previous is not None and previous[0] == before and t not in (E.COMPACTION, E.CONTEXT_EDIT):
+            # Extended in place, like the cached path: copying both lists per append made an
+            # append cost grow with the branch (~50 us more per append at 10,000 entries). Who
+            # keeps a projection beyond the lock takes a copy (prepare_compaction_at_leaf).
             old = previous[1]
-            messages = entry_messages(full)
+            old.entries.append(ProjectedEntry(full, messages))
+            old.messages.extend(messages)
             self._projection = (
-                (cached.leaf, cached.count),
-                Projection(
-                    [*old.entries, ProjectedEntry(full, messages)],
-                    [*old.messages, *messages],
-                    cached.settings,
-                ),
+                after,
+                Projection(old.entries, old.messages, cached.settings),
             )
+            self._projection_bytes += self._index.lengths[len(self._index) - 1]
+            # an append is no read: a projection only appends extend still goes idle
+            self._context_holder.resize(self._projection_bytes)
 
     def current_branch(self) -> list[Any]:
         """Light entries root -> leaf (cached while appends extend the leaf; do not modify)."""
@@ -141,18 +184,36 @@ class CachedContext(IndexedSession):
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate:
         """Tokens of the current context: last trusted usage + estimate of what follows.
 
-        Kept current incrementally while appends only extend the context, so asking after
-        every append costs what was appended (a ``UsageTracker`` per estimator).
+        Kept current by appends (a ``UsageTracker`` per estimator, fed the appended messages),
+        so asking after every append costs what was appended, and needs no projection in
+        memory; the projection is built only when a tracker has to start over.
         """
         with self._lock:
-            projection = self.context()
-            branch = self._current_branch()
-            cached = self._usage.get(estimator.name)
-            if cached is not None and cached[0] == self._generation:
-                return cached[1].extend(projection, branch)
-            tracker = UsageTracker(estimator)
-            self._usage[estimator.name] = (self._generation, tracker)
-            return tracker.reset(projection, branch)
+            return self._tracker(estimator).estimate
+
+    def _tracker(self, estimator: TokenEstimator) -> UsageTracker:
+        light = self._light_context()
+        at = (light.leaf, light.count)
+        cached = self._usage.get(estimator.name)
+        if cached is not None and cached[0] == at:
+            return cached[1]
+        tracker = UsageTracker(estimator)
+        tracker.reset(self.context(), self._current_branch())
+        self._usage[estimator.name] = (at, tracker)
+        return tracker
+
+    def usage_view(self, estimator: TokenEstimator = PI) -> ContextUsage:
+        """Usage, model and size of the context, from the light context and the tracker."""
+        cls = type(self)
+        if cls.context is not CachedContext.context or cls.context_usage is not CachedContext.context_usage:
+            # A subclass projects its context otherwise (another agent's reader): ask it.
+            with self._lock:
+                projection = self.context()
+                estimate = self.context_usage(estimator)
+                return ContextUsage(estimate, projection.settings.model, len(projection.messages))
+        with self._lock:
+            tracker = self._tracker(estimator)
+            return ContextUsage(tracker.estimate, self._light_context().settings.model, tracker.messages)
 
     def prepare_compaction(
         self, settings: CompactionSettings, estimator: TokenEstimator = PI
@@ -164,14 +225,15 @@ class CachedContext(IndexedSession):
     ) -> tuple[Any, CompactionPreparation | NoCompaction]:
         """The preparation and the leaf it was made at (one consistent view, for staleness checks).
 
-        Only the snapshot is taken under the lock — the current branch (copied: appends extend
-        the cached list) and its cached projection (appends replace it, never change it) — so
-        writers are not held up while the cut point is searched.
+        Only the snapshot is taken under the lock — the current branch and its cached projection,
+        both copied (appends extend the cached lists in place) — so writers are not held up while
+        the cut point is searched.
         """
         with self._lock:
             leaf = self._index.tree.leaf_id
             branch = list(self._current_branch())
-            projection = self.context()
+            cached = self.context()  # appends extend its lists in place: copied like the branch
+            projection = Projection(list(cached.entries), list(cached.messages), cached.settings)
         return leaf, prepare_compaction(branch, settings, estimator, projection=projection)
 
     def context_for(self, path: list[Any]) -> Projection:

@@ -64,6 +64,7 @@ class FollowedSession(CachedContext):
         with self._lock:
             if self._journal is not None:
                 self._journal.close()
+            super().close()
 
     def file_size(self) -> int | None:
         """Bytes of the file as far as this session has read or written it (None: no file yet)."""

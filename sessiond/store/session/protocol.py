@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ...model.js import UNDEFINED
 from ...model.projection import Projection
-from ...model.tokens import PI, ContextEstimate, TokenEstimator
+from ...model.tokens import PI, ContextEstimate, ContextUsage, TokenEstimator
 from ...model.tree import SessionTree, TreeNode
 from ..index import SessionIndex
 from .ingest import IngestResult
@@ -108,6 +108,11 @@ class ReadableSession(Protocol):
         ...
 
     def context_usage(self, estimator: TokenEstimator = PI) -> ContextEstimate: ...
+
+    def usage_view(self, estimator: TokenEstimator = PI) -> ContextUsage:
+        """The usage, model and size of the context, cheap after appends: what the daemon
+        reports after each one (the context itself need not stay in memory for it)."""
+        ...
 
     def ingest(self) -> IngestResult:
         """Index what another program appended to the file since it was last read."""

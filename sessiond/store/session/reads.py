@@ -28,7 +28,8 @@ class IndexedSession:
         """Why sessiond must not write this session (another agent's file), or ``None``."""
 
     def close(self) -> None:
-        """Release what the session holds open (nothing, for a session read whole)."""
+        """Release what the session holds (its bodies no longer count against the memory budget)."""
+        self._index.close()
 
     def __enter__(self) -> Self:
         return self

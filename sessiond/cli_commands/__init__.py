@@ -13,6 +13,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.service` — ``service`` (a systemd user unit, a launchd agent)
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
+* :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -24,7 +25,19 @@ from typing import Any
 
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
-    from . import changes, completion, daemon, doctor, export, rewind, service, sessions, tail, ui  # noqa: PLC0415
+    from . import (  # noqa: PLC0415
+        changes,
+        completion,
+        daemon,
+        doctor,
+        export,
+        rewind,
+        service,
+        sessions,
+        store,
+        tail,
+        ui,
+    )
 
     sessions.register(sub)
     changes.register(sub)
@@ -36,3 +49,4 @@ def register(sub: Any) -> None:
     service.register(sub)
     completion.register(sub)
     export.register(sub)
+    store.register(sub)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from ..errors import NotASessionError, PathEscapeError, SessionNotFoundError
 from ..formats.claude_code import listing_fields
+from ..store.backend import LocalStore, StoreBackend
 from ..store.claude import ClaudeSession
 from ..store.claude_files import load_transcript
 from ..store.codex import CodexSession
@@ -41,9 +42,11 @@ class Listed:
 
 
 class Catalog:
-    def __init__(self, roots: list[Root], listing: ListingCache) -> None:
+    def __init__(self, roots: list[Root], listing: ListingCache, store: StoreBackend | None = None) -> None:
         self.roots = roots
         self.listing = listing
+        self.store: StoreBackend = LocalStore() if store is None else store
+        """How sessiond's own sessions (the first root) are opened, found and listed."""
         self._claude_cache: dict[str, tuple[tuple[int, int, int], SessionInfo | None]] = {}
         self.codex_listing = CodexListing()
 
@@ -85,6 +88,9 @@ class Catalog:
                 return listed.root, Path(listed.info.path)
         if invalid is not None:
             raise NotASessionError(str(invalid), "its first JSON line is not a session header")
+        located = self.store.locate(session_id)  # created by another daemon sharing the store
+        if located is not None:
+            return self.roots[0], located
         raise SessionNotFoundError(session_id)
 
     def open(self, root: Root, path: Path, durability: Durability) -> ReadableSession:
@@ -100,6 +106,8 @@ class Catalog:
             ensure_within(root.path, path)
             if path.is_symlink():
                 raise PathEscapeError(str(path), str(root.path), "the session file is a symbolic link")
+        if root is self.roots[0]:
+            return self.store.open(path, durability=durability)
         return Session.open(path, durability=durability, read_only=root.read_only_reason)
 
     # ------------------------------------------------------------------ listing
@@ -109,6 +117,8 @@ class Catalog:
     ) -> list[Listed]:
         """Every session of the selected roots (and cwd), newest first."""
         out: list[Listed] = []
+        if (root is None or root == self.roots[0].name) and fmt in (None, "pi"):
+            self.store.refresh()
         for r in self.roots:
             if (root is not None and r.name != root) or (fmt is not None and r.format != fmt):
                 continue

@@ -53,6 +53,16 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     model = "my-model"
     api_key_env = "OPENAI_API_KEY"   # the variable holding the key (never the key itself)
     timeout = 120.0
+    [store]
+    backend = "local"                # or "jetstream": sessions shared by daemons (docs/scale-out.md)
+    [store.jetstream]                # needs `pip install 'sessiond[nats]'`
+    servers = ["nats://127.0.0.1:4222"]
+    stream = "SESSIOND"
+    subject_prefix = "sessiond.sessions"
+    kv_bucket = "sessiond-sessions"
+    replicas = 3                     # copies of each entry; acknowledged once a majority has it
+    ack_wait = 5.0                   # seconds an append waits for the cluster, then is refused
+    connect_timeout = 5.0
 """
 
 from __future__ import annotations
@@ -67,6 +77,7 @@ from typing import Any
 from sessiond_protocol.errors import ErrorCode
 
 from ..errors import InvalidArgumentError, SessiondError
+from ..store.jetstream.settings import JetStreamSettings
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
 from ..store.memory import DEFAULT_IDLE, DEFAULT_LIMIT
@@ -168,6 +179,9 @@ class Config:
     """Directories besides a session's cwd whose files rewinds may touch."""
     socket_path: Path | None = None
     config_file: Path | None = None
+    store_backend: str = "local"
+    """``local`` (the JSONL files are the store) or ``jetstream`` (docs/scale-out.md)."""
+    jetstream: JetStreamSettings = field(default_factory=JetStreamSettings)
 
     @property
     def root(self) -> Path:
@@ -297,6 +311,7 @@ def load_config(
         limits=Limits(**{**known, **limits_data}),
         socket_path=socket,
         config_file=path,
+        **_store(data.get("store", {})),
     )
 
 
@@ -311,6 +326,55 @@ def _only(table: dict[str, Any], known: set[str], where: str) -> None:
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"unknown keys in [{where}]: {', '.join(sorted(unknown))}", field=where)
+
+
+def _store(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError("store must be a table", field="store")
+    _only(data, {"backend", "jetstream"}, "store")
+    backend = data.get("backend", "local")
+    if backend not in ("local", "jetstream"):
+        raise ConfigError("store.backend must be 'local' or 'jetstream'", field="store.backend")
+    table = data.get("jetstream", {})
+    if not isinstance(table, dict):
+        raise ConfigError("store.jetstream must be a table", field="store.jetstream")
+    defaults = JetStreamSettings()
+    _only(table, set(defaults.__dataclass_fields__), "store.jetstream")
+    servers = table.get("servers", list(defaults.servers))
+    if isinstance(servers, str):
+        servers = [servers]
+    if (
+        not isinstance(servers, list)
+        or not servers
+        or not all(isinstance(u, str) and u.startswith(("nats://", "tls://")) for u in servers)
+    ):
+        raise ConfigError(
+            "store.jetstream.servers must be a non-empty list of nats:// or tls:// URLs",
+            field="store.jetstream.servers",
+        )
+    names: dict[str, str] = {}
+    for name in ("stream", "subject_prefix", "kv_bucket"):
+        value = table.get(name, getattr(defaults, name))
+        allowed = "-_" + ("." if name == "subject_prefix" else "")
+        if not isinstance(value, str) or not value or not all(c.isalnum() or c in allowed for c in value):
+            raise ConfigError(
+                f"store.jetstream.{name} must be a non-empty name of letters, digits and {allowed!r}",
+                field=f"store.jetstream.{name}",
+            )
+        names[name] = value
+    replicas = table.get("replicas", defaults.replicas)
+    if type(replicas) is not int or not 1 <= replicas <= 5:
+        raise ConfigError(
+            "store.jetstream.replicas must be an integer from 1 to 5", field="store.jetstream.replicas"
+        )
+    settings = JetStreamSettings(
+        servers=tuple(servers),
+        replicas=replicas,
+        ack_wait=_positive(table, "ack_wait", defaults.ack_wait, "store.jetstream"),
+        connect_timeout=_positive(table, "connect_timeout", defaults.connect_timeout, "store.jetstream"),
+        **names,
+    )
+    return {"store_backend": backend, "jetstream": settings}
 
 
 def _summarizer(data: Any) -> SummarizerConfig:

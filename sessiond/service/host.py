@@ -54,6 +54,8 @@ class SessionHost:
         """The :class:`~sessiond.service.roots.Root` the session's file lives in."""
         self.on_broken: Callable[[Session], Awaitable[None]] | None = None
         """Called when a flush of the session failed (its journal refuses writes from then on)."""
+        self.write_order = anyio.Lock()
+        """Appends to a shared log commit in a worker thread, one at a time, in arrival order."""
 
     @property
     def id(self) -> str:

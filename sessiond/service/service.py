@@ -26,6 +26,7 @@ from ..errors import InvalidArgumentError, ReadOnlySessionError, SessionExistsEr
 from ..model import entries as E
 from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
+from ..store.backend import open_store
 from ..store.journal import Durability
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
@@ -41,6 +42,7 @@ from .hub import LIST_TOPIC, Hub
 from .navigation import navigate, prompt_text
 from .peer import Peer
 from .registry import SessionRegistry
+from .replication import Replication
 from .settings import SessionSettings
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
@@ -56,7 +58,10 @@ class Service:
         self.hub = Hub()
         self.settings = SessionSettings(self.layout.root / "settings")
         self.listing = ListingCache(self.layout.root / "cache" / "listing.json")
-        self.catalog = Catalog(config.roots, self.listing)
+        self.layout.ensure_dirs()
+        self.store = open_store(config.store_backend, self.layout.sessions_dir, config.jetstream)
+        """Where sessiond's own sessions live: the local JSONL files, or a JetStream cluster."""
+        self.catalog = Catalog(config.roots, self.listing, self.store)
         self.estimator = get_estimator(config.estimator)
         window_for = default_window_for(
             dict(config.context_windows), lambda sid: self.settings.get(sid).get("contextWindow")
@@ -72,8 +77,10 @@ class Service:
         registry.on_close.append(lambda host: self.file_history.forget(host.id))
         registry.on_forget.append(self.compactor.forget)
         registry.on_forget.append(self.settings.forget)
+        self.replication = Replication(registry)
+        registry.on_open.append(self.replication.opened)
+        registry.on_close.append(self.replication.closed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
-        self.layout.ensure_dirs()
 
     # ------------------------------------------------------------------ the registry's
 
@@ -109,6 +116,7 @@ class Service:
     def close_all(self) -> None:
         self.registry.close_all()
         self.listing.save()
+        self.store.close()
 
     # ------------------------------------------------------------------ sessions
 
@@ -124,12 +132,14 @@ class Service:
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
         if session_id is not None and self.registry.exists(session_id):
             raise SessionExistsError(session_id)
-        session = Session.create(
-            self.layout.cwd_dir(cwd),
-            cwd,
-            session_id=session_id,
-            parent_session=parent_session,
-            durability=self.config.durability,
+        session = await anyio.to_thread.run_sync(
+            lambda: self.store.create(
+                self.layout.cwd_dir(cwd),
+                cwd,
+                session_id=session_id,
+                parent_session=parent_session,
+                durability=self.config.durability,
+            )
         )
         host = self.registry.adopt(session, user=user)
         if subscribe:
@@ -189,6 +199,8 @@ class Service:
         target = trash / f"{stamp}_{path.parent.name}_{path.name}"
         if path.exists():
             await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        if self.catalog.root_of(path) is self.catalog.roots[0]:
+            await anyio.to_thread.run_sync(self.store.delete, session_id)
         self.registry.forget_path(session_id)
         return M.DeleteResult.model_construct(trashedPath=str(target))
 
@@ -217,13 +229,24 @@ class Service:
         durability: str | None = None,
     ) -> M.AppendResult:
         host = await self.registry.host(session_id, user)
-        pending = host.writer().begin_append(
-            entries,
-            parent_id=parent_id,
-            expect_leaf_id=expect_leaf_id,
-            durability=None if durability is None else Durability(durability),
-        )
-        ids = await host.complete(pending)
+        writer = host.writer()
+        mode = None if durability is None else Durability(durability)
+        if writer.remote is None:
+            pending = writer.begin_append(
+                entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+            )
+            ids = await host.complete(pending)
+        else:
+            # A shared log: committing waits for the cluster (a leader election may take
+            # seconds), so it runs in a worker thread, one append of the host at a time, in the
+            # order they arrived (the lock is fair) — the loop keeps serving everyone else.
+            async with host.write_order:
+                pending = await anyio.to_thread.run_sync(
+                    lambda: writer.begin_append(
+                        entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+                    )
+                )
+                ids = await host.complete(pending)
         self.compactor.after_append(host, ids)
         return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
 
@@ -275,7 +298,7 @@ class Service:
         # A read-only session (another agent's) is forked into sessiond's own store.
         directory = None if source.read_only is None else self.layout.cwd_dir(source.cwd or "/")
         forked: Session = await anyio.to_thread.run_sync(
-            lambda: source.fork(entry_id, where, directory=directory)
+            lambda: self.store.adopt(source.fork(entry_id, where, directory=directory))
         )
         await self.file_history.fork(host, forked.id)
         self.registry.adopt(forked, user=user)

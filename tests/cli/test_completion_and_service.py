@@ -62,7 +62,7 @@ def test_bash_completes_every_command_option_and_choice(tmp_path: Path) -> None:
     commands = _commands()
     assert {"status", "stop", "completion", "service", "show", "serve"} <= set(commands)
     assert set(_bash_complete(script, "")) >= set(commands) | {"--version"}
-    assert _bash_complete(script, "st") == ["status", "stop"]
+    assert _bash_complete(script, "st") == ["status", "stop", "store"]
     for name, sub in commands.items():
         flags = {f for a in sub._actions for f in a.option_strings}
         offered = set(_bash_complete(script, name, "-"))
@@ -137,7 +137,7 @@ def test_fish_completes_commands_options_and_choices(tmp_path: Path) -> None:
         )
         return [row.split("\t")[0] for row in done.stdout.splitlines()]
 
-    assert complete("sessiond st") == ["status", "stop"]
+    assert complete("sessiond st") == ["status", "stop", "store"]
     assert "--no-start" in complete("sessiond show --no")
     assert set(complete("sessiond ls --root ")) == {"sessiond", "pi", "claude", "codex", "opencode"}
     assert set(complete("sessiond completion ")) == {"bash", "zsh", "fish"}

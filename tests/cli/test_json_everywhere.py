@@ -75,6 +75,12 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "service": (("systemd",), 0, lambda d: d["manager"] == "systemd" and "[Service]" in d["content"]),
         # Not the package's daemon: stop is run on a store of its own, where none runs (exit 3).
         "stop": ((), -2, lambda d: d["running"] is False and d["stopped"] is False),
+        # No JetStream cluster configured (none runs on the default address): the error document.
+        "store": (
+            ("export", "--json", "no-such-session"),
+            2,
+            lambda d: "cluster is unavailable" in d["error"]["message"],
+        ),
         # serve and connect run until stopped: checked on their own below.
         "serve": ((), -1, None),
         "connect": ((), -1, None),
@@ -85,6 +91,8 @@ async def test_every_subcommand_accepts_json_and_prints_json(
             continue
         if command in ("inspect", "completion"):  # no --store/--socket options
             r = run_plain(command, "--json", *args, env=cli.env)
+        elif command == "store":  # --json belongs to its actions
+            r = cli.run(command, *args)
         elif code == -2:
             r = run_plain(command, "--json", *args, env=isolated_env(tmp_path / "elsewhere"))
             code = 3

@@ -54,6 +54,21 @@ def _is_a_peer(peer: FakePeer) -> Peer:
     return peer  # mypy: the fake satisfies the protocol the service takes
 
 
+BACKEND_CONFIG: list[str] = []
+"""The config text selecting the store backend of this test (set by the ``service_backend``
+fixture; empty: the local store)."""
+SERVICES: list[Service] = []
+"""Services made during a test with a shared backend (their connections are closed after it)."""
+
+
 def make_service(tmp_path: Path, env: dict[str, str] | None = None) -> Service:
     """A service on a fresh store under ``tmp_path`` (nothing started: no watcher, no socket)."""
-    return Service(load_config(env or {}, root=tmp_path / "store", socket=tmp_path / "sessiond.sock"))
+    env = dict(env or {})
+    if BACKEND_CONFIG and "SESSIOND_CONFIG" not in env:
+        config = tmp_path / "backend.toml"
+        config.write_text(BACKEND_CONFIG[0])
+        env["SESSIOND_CONFIG"] = str(config)
+    service = Service(load_config(env, root=tmp_path / "store", socket=tmp_path / "sessiond.sock"))
+    if BACKEND_CONFIG:
+        SERVICES.append(service)
+    return service

@@ -21,7 +21,7 @@ from sessiond.service.service import Service
 from tests.builders import assistant, user
 from tests.service.peers import FakePeer, make_service
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("service_backend")]
 
 
 async def new(service: Service, peer: FakePeer, subscribe: bool = False) -> str:

@@ -22,7 +22,7 @@ from sessiond_protocol import methods as M
 from tests.builders import assistant, user
 from tests.service.peers import FakePeer, make_service
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("service_backend")]
 
 
 def message(m: dict[str, Any]) -> list[dict[str, Any]]:

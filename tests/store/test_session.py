@@ -7,6 +7,7 @@ import json
 import os
 import random
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from sessiond.store.journal import Durability
 from sessiond.store.session import LEAF_MARKER, Session
 from sessiond.store.session import context as session_context
 from tests.builders import assistant, tool_result, user
-from tests.conftest import PI_FIXTURES
+from tests.conftest import PI_FIXTURES, log_file
 
 
 def copy(path: Path, directory: Path) -> Path:
@@ -50,8 +51,43 @@ def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_bytes().split(b"\n") if x]
 
 
+STORE: list[Any] = []
+"""The backend ``new`` creates sessions through (set per test by ``_backend``)."""
+
+
+@pytest.fixture(autouse=True)
+def _backend(store_backend: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test runs on the local store and on JetStream; after a JetStream run, the stream's
+    log of every session it wrote equals the session's file (the daemon's replica). Tests of
+    the file itself (``local_store``: torn tails, other programs writing or truncating it, the
+    index's byte cache) run on the local store only: a JetStream replica is only ever written
+    from its log."""
+    if store_backend.name != "local" and request.node.get_closest_marker("local_store"):
+        pytest.skip("a test of the local file itself")
+    STORE[:] = [store_backend]
+    made: list[Session] = []
+    STORE.append(made)
+    yield
+    STORE.clear()
+    for session in made:
+        if session.flushed and session.path.exists() and session.remote is not None:
+            log_file(store_backend, session, tmp_path)
+
+
 def new(tmp_path: Path, **kw: Any) -> Session:
-    return Session.create(tmp_path / "--w--", "/w", **kw)
+    store, made = STORE
+    if "cache_bytes" in kw:  # the local store's index option (a local_store test)
+        return Session.create(tmp_path / "--w--", "/w", **kw)
+    s: Session = store.create(
+        tmp_path / "--w--",
+        "/w",
+        session_id=kw.pop("session_id", None),
+        parent_session=kw.pop("parent_session", None),
+        durability=kw.pop("durability", Durability.BUFFERED),
+    )
+    assert not kw, kw
+    made.append(s)
+    return s
 
 
 def test_setup_only_sessions_create_no_file(tmp_path: Path) -> None:
@@ -295,6 +331,7 @@ def test_reopen_gives_the_same_views(tmp_path: Path) -> None:
     assert r.context().messages == s.context().messages
 
 
+@pytest.mark.local_store
 def test_torn_tail_repaired_by_the_next_append(tmp_path: Path) -> None:
     s = new(tmp_path)
     s.append_message(user("u"))
@@ -312,6 +349,7 @@ def test_torn_tail_repaired_by_the_next_append(tmp_path: Path) -> None:
     assert loaded.entries[-1]["id"] == new_id
 
 
+@pytest.mark.local_store
 def test_opening_a_v1_file_migrates_it_atomically(tmp_path: Path) -> None:
     src = PI_FIXTURES / "before-compaction.v1.jsonl"
     path = tmp_path / "v1.jsonl"
@@ -326,6 +364,7 @@ def test_opening_a_v1_file_migrates_it_atomically(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["v1.jsonl"]  # no temp file left
 
 
+@pytest.mark.local_store
 def test_lazy_context_reads_only_context_entries(tmp_path: Path) -> None:
     s = new(tmp_path, cache_bytes=0)
     for i in range(200):
@@ -350,6 +389,7 @@ def test_lazy_context_reads_only_context_entries(tmp_path: Path) -> None:
     assert len(reads) == 3  # compaction, kept user, last assistant: not the 400 entries before
 
 
+@pytest.mark.local_store
 def test_ingest_follows_external_appends(tmp_path: Path) -> None:
     s = new(tmp_path)
     u = s.append_message(user("u"))
@@ -376,6 +416,7 @@ def test_ingest_follows_external_appends(tmp_path: Path) -> None:
     assert s.ingest().entries == []  # our own append is not read back as external
 
 
+@pytest.mark.local_store
 def test_ingest_detects_truncation_and_replacement(tmp_path: Path) -> None:
     s = new(tmp_path)
     s.append_message(user("u"))
@@ -438,6 +479,7 @@ def test_clone_without_conversation_is_not_written_until_one_arrives(tmp_path: P
     assert [e["type"] for e in lines(clone.path)] == ["session", "model_change", "message"]
 
 
+@pytest.mark.local_store
 def test_fork_from_migrates_old_sources_and_leaves_them_untouched(tmp_path: Path) -> None:
     src = tmp_path / "src.jsonl"
     src.write_bytes((PI_FIXTURES / "large-session.v1.jsonl").read_bytes())
@@ -450,6 +492,7 @@ def test_fork_from_migrates_old_sources_and_leaves_them_untouched(tmp_path: Path
     assert forked.entry_count == len(out) - 1
 
 
+@pytest.mark.local_store
 def test_fork_from_copies_v3_lines_byte_for_byte(tmp_path: Path) -> None:
     s = new(tmp_path)
     s.append_message(user("ü 😀"))
@@ -459,6 +502,7 @@ def test_fork_from_copies_v3_lines_byte_for_byte(tmp_path: Path) -> None:
     assert forked.id == "copy-1"
 
 
+@pytest.mark.local_store
 def test_group_commit_shares_fdatasync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = new(tmp_path, durability=Durability.FSYNC)
     s.append_message(user("u"))
@@ -665,6 +709,7 @@ def test_batch_on_an_unsaved_session_flushes_with_everything(tmp_path: Path) -> 
     assert lines(s.path)[-1]["id"] == ids[1]
 
 
+@pytest.mark.local_store
 def test_an_external_append_is_indexed_before_the_next_write(tmp_path: Path) -> None:
     """Another program appended to the file: the daemon's next entry hangs below its entry."""
     session = Session.create(tmp_path, "/w")
@@ -687,6 +732,7 @@ def test_an_external_append_is_indexed_before_the_next_write(tmp_path: Path) -> 
     assert reopened.branch_ids() == [first, "ext00001", second]
 
 
+@pytest.mark.local_store
 def test_a_line_being_written_by_another_program_is_not_cut(tmp_path: Path) -> None:
     session = Session.create(tmp_path, "/w")
     session.append_message(user("mine"))

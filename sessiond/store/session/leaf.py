@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ...errors import EntryNotFoundError
+from ...errors import ClusterUnavailableError, EntryNotFoundError
 from ...model import entries as E
 from ...model.js import key, nullish
 from ..journal import Durability
-from .writes import PendingAppend, WritableSession
+from ..remote import RemoteMoved
+from .writes import REMOTE_ATTEMPTS, PendingAppend, WritableSession
 
 LEAF_MARKER: Final = E.LEAF_MARKER
 """``customType`` of the entry that persists a leaf move (its ``parentId`` is the new leaf)."""
@@ -49,15 +50,20 @@ class LeafMoves(WritableSession):
     def begin_move_leaf(self, entry_id: Any, *, durability: Durability | None = None) -> PendingAppend | None:
         """:meth:`move_leaf` without waiting for durability (``None``: already there)."""
         with self._lock:
-            self._before_write()
-            if entry_id is not None and entry_id not in self._index.tree:
-                raise EntryNotFoundError(entry_id)
-            old = self._index.tree.leaf_id
-            if key(old) == key(entry_id):
-                return None
-            marker = {
-                "type": E.CUSTOM,
-                "customType": LEAF_MARKER,
-                "data": {"from": None if nullish(old) else old},
-            }
-            return self._stage_and_write([marker], entry_id, durability)
+            for _ in range(REMOTE_ATTEMPTS):
+                self._before_write()
+                if entry_id is not None and entry_id not in self._index.tree:
+                    raise EntryNotFoundError(entry_id)
+                old = self._index.tree.leaf_id
+                if key(old) == key(entry_id):
+                    return None
+                marker = {
+                    "type": E.CUSTOM,
+                    "customType": LEAF_MARKER,
+                    "data": {"from": None if nullish(old) else old},
+                }
+                try:
+                    return self._stage_and_write([marker], entry_id, durability)
+                except RemoteMoved:
+                    self._pull_remote(fetch=True, after_conflict=True)  # another daemon appended first
+            raise ClusterUnavailableError(self.id, f"the log kept moving for {REMOTE_ATTEMPTS} attempts")

@@ -9,17 +9,21 @@ assistant message, holding everything appended before it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import (
+    ClusterUnavailableError,
     EntryNotFoundError,
     InvalidArgumentError,
     LeafMismatchError,
     ReadOnlySessionError,
+    SessionChangedError,
     SessiondError,
+    SessionExistsError,
 )
 from ...formats.pi import LoadDiagnostics, encode_line
 from ...model import entries as E
@@ -30,6 +34,7 @@ from ...model.projection import context_entries, context_settings, project_entri
 from ..ids import short_id
 from ..index import SessionIndex
 from ..journal import Durability, Journal
+from ..remote import RemoteLog, RemoteMoved
 from ..specs import StageView
 from ..specs import build as build_entry
 from .ingest import FollowedSession
@@ -59,6 +64,12 @@ class PendingAppend:
         return self.entry_ids
 
 
+REMOTE_ATTEMPTS = 50
+"""How often an append is staged again after other daemons appended first (a shared log)."""
+REMOTE_BACKOFF = 0.05
+"""Seconds to wait before committing again after a transient refusal (a leader change)."""
+
+
 class WritableSession(FollowedSession):
     """A Pi session sessiond writes: the only writer of its file. Mutations serialise on the lock,
     ``fsync`` waits are shared."""
@@ -74,6 +85,9 @@ class WritableSession(FollowedSession):
     ) -> None:
         super().__init__(path, index, journal, diagnostics, scan_end)
         self.durability = durability
+        self.remote: RemoteLog | None = None
+        """The shared log this session's file replicates (a JetStream store), or ``None``: the
+        file is the log (the local store)."""
 
     def append_entries(
         self,
@@ -107,17 +121,31 @@ class WritableSession(FollowedSession):
         if type(specs) is not list or not specs:
             raise InvalidArgumentError("entries must be a non-empty array", field="entries")
         with self._lock:
-            self._before_write()
-            current = self._leaf_for_append()
-            if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
-                raise LeafMismatchError(expect_leaf_id, current)
-            if parent_id is UNDEFINED:
-                parent = current
-            elif parent_id is None or parent_id in self._index.tree:
-                parent = parent_id
-            else:
-                raise EntryNotFoundError(parent_id)
-            return self._stage_and_write(specs, parent, durability)
+            if self.remote is None:  # the local store: the file is the log
+                return self._begin_locked(specs, parent_id, expect_leaf_id, durability)
+            for _ in range(REMOTE_ATTEMPTS):
+                try:
+                    return self._begin_locked(specs, parent_id, expect_leaf_id, durability)
+                except RemoteMoved:
+                    # Another daemon appended first: take its entries, then stage again on the
+                    # new leaf (or refuse, if the caller expected the old one).
+                    self._pull_remote(fetch=True, after_conflict=True)
+            raise ClusterUnavailableError(self.id, f"the log kept moving for {REMOTE_ATTEMPTS} attempts")
+
+    def _begin_locked(
+        self, specs: list[Any], parent_id: Any, expect_leaf_id: Any, durability: Durability | None
+    ) -> PendingAppend:
+        self._before_write()
+        current = self._leaf_for_append()
+        if expect_leaf_id is not UNDEFINED and key(expect_leaf_id) != key(current):
+            raise LeafMismatchError(expect_leaf_id, current)
+        if parent_id is UNDEFINED:
+            parent = current
+        elif parent_id is None or parent_id in self._index.tree:
+            parent = parent_id
+        else:
+            raise EntryNotFoundError(parent_id)
+        return self._stage_and_write(specs, parent, durability)
 
     def _one(self, spec: dict[str, Any], durability: Durability | None) -> str:
         return self.append_entries([spec], durability=durability)[0]
@@ -319,7 +347,10 @@ class WritableSession(FollowedSession):
                 return PendingAppend(ids, None, None)
             self._flush_first(entries, lines, mode)  # an fsync-mode create is durable on return
             return PendingAppend(ids, None, None)
-        start, end = self._journal.append(b"".join(lines))
+        data = b"".join(lines)
+        if self.remote is not None:
+            self.remote.commit(data, create=False, leaf=ids[-1])
+        start, end = self._journal.append(data)
         offset = start
         for entry, line in zip(entries, lines, strict=True):
             is_new_id = entry["id"] not in self._index.tree
@@ -342,7 +373,11 @@ class WritableSession(FollowedSession):
         head = [encode_line(index.header)]
         held = [encode_line(index.full_at(pos)) for pos in range(len(index))]
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        journal = Journal.create(self.path, b"".join(head + held + lines), mode)
+        data = b"".join(head + held + lines)
+        if self.remote is not None:
+            self.remote.commit(data, create=True, leaf=entries[-1]["id"])
+            mode = Durability.BUFFERED  # the replica: durability is the log's
+        journal = Journal.create(self.path, data, mode)
         offset = len(head[0])
         written: list[tuple[int, int]] = []
         for raw in held:
@@ -360,6 +395,42 @@ class WritableSession(FollowedSession):
         if self.read_only is not None:
             raise ReadOnlySessionError(self.id, self.read_only)
         self._catch_up()
+        if self.remote is not None:
+            self._pull_remote(fetch=False)
+
+    # ------------------------------------------------------------------ a shared log
+
+    def take_remote(self) -> list[Any]:
+        """Write and index what other daemons committed (delivered by the log's subscription);
+        returns every entry another writer appended that is not announced yet."""
+        with self._lock:
+            if self.remote is not None:
+                self._pull_remote(fetch=False)
+        return self.take_external()
+
+    def _pull_remote(self, *, fetch: bool, after_conflict: bool = False) -> None:
+        """Write other daemons' batches to the replica file and index them as external lines.
+
+        After a refused commit there must be something new; nothing means the log no longer
+        ends where this replica does (the session was deleted from the shared store)."""
+        assert self.remote is not None
+        batches = self.remote.pull(fetch=fetch)
+        if not batches:
+            if after_conflict:
+                if self.remote.vanished():
+                    raise SessionChangedError(
+                        str(self.path), "its log in the shared store was deleted or cut short; reload it"
+                    )
+                time.sleep(REMOTE_BACKOFF)  # a refusal during a leader change: try again
+            return
+        if self._journal is None:
+            # Our first write lost the race to create the log: someone owns this id already.
+            raise SessionExistsError(f"{self.id} (in the shared store)")
+        self._journal.append(b"".join(batches))
+        result = self.ingest()
+        if result.reload_required is not None:
+            raise SessionChangedError(str(self.path), result.reload_required)
+        self.external_backlog.extend(result.entries)
 
 
 def _defined(spec: dict[str, Any]) -> dict[str, Any]:

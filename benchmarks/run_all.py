@@ -1,7 +1,7 @@
 """Run every benchmark and write the report ``docs/benchmarks.md``.
 
 Each benchmark module (``inspect_bench``, ``listing``, ``journal``, ``rpc``, ``compaction``,
-``watch``, ``filehistory``) runs as its own process (``python -m benchmarks.<module>
+``watch``, ``filehistory``, ``agents``, ``ui``) runs as its own process (``python -m benchmarks.<module>
 --json-out``); this script collects those results, reads them with the module's ``extract()``,
 puts every figure beside the reference the script measured in the same run (a bare orjson scan, a
 bare ``os.write``, Pi's own code via pi-oracle, in-process calls, a plain file copy, ...) as a
@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import compaction, filehistory, inspect_bench, journal, listing, rpc, watch
+from benchmarks import agents, compaction, filehistory, inspect_bench, journal, listing, rpc, ui, watch
 from benchmarks.harness import (
     OUT_DIR,
     PI_PKG_REL,
@@ -42,7 +42,17 @@ from benchmarks.harness import (
     module_command,
 )
 
-MODULES: tuple[ModuleType, ...] = (inspect_bench, listing, journal, rpc, compaction, watch, filehistory)
+MODULES: tuple[ModuleType, ...] = (
+    inspect_bench,
+    listing,
+    journal,
+    rpc,
+    compaction,
+    watch,
+    filehistory,
+    agents,
+    ui,
+)
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""
 BENCHMARKS: tuple[Bench, ...] = tuple(m.BENCH for m in MODULES)

@@ -23,7 +23,8 @@ from benchmarks import run_all
 REPO = Path(__file__).resolve().parent.parent
 RUN_ALL = (sys.executable, "-m", "benchmarks.run_all")
 DOC = REPO / "docs" / "benchmarks.md"
-SMOKE_SKIP = {"rpc"}
+SMOKE_SKIP = {"rpc", "ui"}
+"""Too slow for a smoke run (rpc), or needing a browser the web tests already drive (ui)."""
 NAMES = [b.name for b in run_all.BENCHMARKS]
 
 

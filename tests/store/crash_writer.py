@@ -2,8 +2,10 @@
 
 Usage::
 
-    python crash_writer.py create DIR MODE SEED    # a new session in DIR
-    python crash_writer.py open FILE MODE SEED     # append to an existing session file
+    python -m tests.store.crash_writer create DIR MODE SEED    # a new session in DIR
+    python -m tests.store.crash_writer open FILE MODE SEED     # append to an existing session file
+
+(run from the repository's root, as the crash tests do, so that ``tests`` is importable).
 
 ``MODE`` is a durability (``buffered`` / ``fsync``). Protocol on stdout, one line each,
 flushed at once: ``path <file>``, then ``ready`` once the session is created or opened,
@@ -20,8 +22,6 @@ import random
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sessiond.store.journal import Durability
 from sessiond.store.session import Session

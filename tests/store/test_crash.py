@@ -36,7 +36,7 @@ from sessiond.store.session import Session
 from tests.builders import assistant, user
 
 REPO = Path(__file__).resolve().parents[2]
-WRITER = Path(__file__).with_name("crash_writer.py")
+WRITER = "tests.store.crash_writer"
 SEED = 8345
 MODES = [Durability.BUFFERED, Durability.FSYNC]
 
@@ -63,7 +63,7 @@ def run_and_kill(action: str, target: Path, mode: Durability, seed: int, delay: 
     err_path = target.parent / f"writer-{seed}.stderr" if action == "open" else target / "writer.stderr"
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, str(WRITER), action, str(target), mode.value, str(seed)],
+            [sys.executable, "-m", WRITER, action, str(target), mode.value, str(seed)],
             stdout=subprocess.PIPE,
             stderr=err,
             cwd=REPO,

@@ -6,18 +6,21 @@
    daemon A, a subscriber of daemon B times the ``entries_appended`` (append request sent ->
    B's notification received), p50/p99, against the same subscriber on daemon A.
 
-Needs the ``nats`` extra. Run: ``.venv/bin/python -m benchmarks.jetstream [--n N]``.
+Needs the ``nats`` extra (``scripts/bootstrap dev`` installs it). Run:
+``.venv/bin/python -m benchmarks.jetstream [--quick] [--n N]``; ``run_all`` runs it like every
+other benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import Bench, Extract, Scratch, main, pct
 from sessiond.store.backend import LocalStore, StoreBackend
 from sessiond.store.jetstream.settings import JetStreamSettings
 from sessiond.store.jetstream.store import JetStreamStore
@@ -30,9 +33,14 @@ def message(i: int) -> dict[str, Any]:
     return {"role": "user", "content": f"message {i} " + "x" * 200, "timestamp": i}
 
 
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+BENCH = Bench(
+    "jetstream",
+    "benchmarks.jetstream",
+    "the JetStream store on a 3-node loopback cluster",
+    "the local store's append in the same process; a subscriber of the daemon the append went to",
+    {"smoke": ("--n", "30"), "quick": ("--quick",), "full": ()},
+    quick="150 appends per store, 100 notifications",
+)
 
 
 def bench_append(store: StoreBackend, directory: Path, n: int) -> dict[str, float]:
@@ -89,39 +97,66 @@ async def bench_notify(cluster: Cluster, tmp: Path, n: int) -> dict[str, dict[st
         b.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=500)
-    args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="sessiond-bench-js-"))
-    with Cluster.create(tmp / "nats") as cluster:
-        rows = {"local (buffered)": bench_append(LocalStore(), tmp / "local", args.n)}
-        for replicas in (1, 3):
-            settings = JetStreamSettings(
-                servers=tuple(cluster.urls),
-                stream=f"BENCH{replicas}",
-                subject_prefix=f"bench{replicas}",
-                kv_bucket=f"bench{replicas}",
-                replicas=replicas,
-            )
-            store = JetStreamStore(settings, tmp / f"js{replicas}")
-            try:
-                rows[f"jetstream R{replicas}"] = bench_append(store, tmp / f"js{replicas}", args.n)
-            finally:
-                store.close()
-        reference = rows["local (buffered)"]
-        print(f"append, one writer, {args.n} appends")
-        print(f"{'store':<18} {'p50 ms':>8} {'p99 ms':>8} {'appends/s':>10} {'x local p50':>12}")
-        for name, r in rows.items():
-            print(
-                f"{name:<18} {r['p50_ms']:8.3f} {r['p99_ms']:8.3f} {r['per_s']:10.0f}"
-                f" {r['p50_ms'] / reference['p50_ms']:12.1f}"
-            )
-        notify = asyncio.run(bench_notify(cluster, tmp, min(args.n, 200)))
-        print("\nnotification latency (append sent through daemon A -> entries_appended received), R3")
-        for name, r in notify.items():
-            print(f"{name:<18} p50 {r['p50_ms']:7.2f} ms   p99 {r['p99_ms']:7.2f} ms")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--n", type=int, default=0, help="appends per store (default 500; quick 150)")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    n = args.n or (150 if args.quick else 500)
+    scratch = Scratch(Path(args.out) / "jetstream-tmp")
+    try:
+        tmp = scratch.root
+        with Cluster.create(tmp / "nats") as cluster:
+            rows = {"local (buffered)": bench_append(LocalStore(), tmp / "local", n)}
+            for replicas in (1, 3):
+                settings = JetStreamSettings(
+                    servers=tuple(cluster.urls),
+                    stream=f"BENCH{replicas}",
+                    subject_prefix=f"bench{replicas}",
+                    kv_bucket=f"bench{replicas}",
+                    replicas=replicas,
+                )
+                store = JetStreamStore(settings, tmp / f"js{replicas}")
+                try:
+                    rows[f"jetstream R{replicas}"] = bench_append(store, tmp / f"js{replicas}", n)
+                finally:
+                    store.close()
+            notify = asyncio.run(bench_notify(cluster, tmp, min(n, 200)))
+    finally:
+        scratch.cleanup()
+    return {"appends": n, "notifications": min(n, 200), "append": rows, "notify": notify}
+
+
+def report(res: dict[str, Any]) -> None:
+    rows = res["append"]
+    reference = rows["local (buffered)"]
+    print(f"append, one writer, {res['appends']} appends")
+    print(f"{'store':<18} {'p50 ms':>8} {'p99 ms':>8} {'appends/s':>10} {'x local p50':>12}")
+    for name, r in rows.items():
+        print(
+            f"{name:<18} {r['p50_ms']:8.3f} {r['p99_ms']:8.3f} {r['per_s']:10.0f}"
+            f" {r['p50_ms'] / reference['p50_ms']:12.1f}"
+        )
+    print("\nnotification latency (append sent through daemon A -> entries_appended received), R3")
+    for name, r in res["notify"].items():
+        print(f"{name:<18} p50 {r['p50_ms']:7.2f} ms   p99 {r['p99_ms']:7.2f} ms")
+
+
+def extract(d: dict[str, Any]) -> Extract:
+    """JetStream appends against the local store's; the other daemon's subscriber against the
+    one on the daemon the append went to."""
+    e = Extract(notes=[f"{d['appends']} appends per store, one writer, in process; R3 for notifications"])
+    local = d["append"]["local (buffered)"]
+    for name in ("jetstream R1", "jetstream R3"):
+        row = d["append"][name]
+        e.add(f"{name}: append p50", row["p50_ms"], "ms", "local store p50", local["p50_ms"])
+        e.add(f"{name}: append p99", row["p99_ms"], "ms", "local store p99", local["p99_ms"])
+        e.add(f"{name}: appends/s", row["per_s"], "/s", "local store", local["per_s"])
+    same, other = d["notify"]["same daemon"], d["notify"]["other daemon"]
+    e.add("append -> other daemon's subscriber p50", other["p50_ms"], "ms", "same daemon's", same["p50_ms"])
+    e.add("append -> other daemon's subscriber p99", other["p99_ms"], "ms", "same daemon's", same["p99_ms"])
+    return e
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.modules[__name__]))

@@ -1,8 +1,9 @@
 """Run every benchmark and write the report ``docs/benchmarks.md``.
 
-Each benchmark module (``inspect_bench``, ``listing``, ``journal``, ``rpc``, ``compaction``,
-``watch``, ``filehistory``, ``agents``, ``ui``) runs as its own process (``python -m benchmarks.<module>
---json-out``); this script collects those results, reads them with the module's ``extract()``,
+Each benchmark module (``inspect_bench``, ``listing``, ``journal``, ``rpc``, ``service``,
+``compaction``, ``watch``, ``filehistory``, ``agents``, ``jetstream``, ``ui``) runs as its own
+process (``python -m benchmarks.<module> --json-out``); this script collects those results,
+reads them with the module's ``extract()``,
 puts every figure beside the reference the script measured in the same run (a bare orjson scan, a
 bare ``os.write``, Pi's own code via pi-oracle, in-process calls, a plain file copy, ...) as a
 ratio, judges the goals the earlier issues set, and describes the machine and its load. Nothing in
@@ -27,7 +28,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import agents, compaction, filehistory, inspect_bench, journal, listing, rpc, ui, watch
+from benchmarks import (
+    agents,
+    compaction,
+    filehistory,
+    inspect_bench,
+    jetstream,
+    journal,
+    listing,
+    rpc,
+    service,
+    ui,
+    watch,
+)
 from benchmarks.harness import (
     OUT_DIR,
     PI_PKG_REL,
@@ -47,10 +60,12 @@ MODULES: tuple[ModuleType, ...] = (
     listing,
     journal,
     rpc,
+    service,
     compaction,
     watch,
     filehistory,
     agents,
+    jetstream,
     ui,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own

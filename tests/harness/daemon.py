@@ -181,11 +181,12 @@ def _retry(
             return
         except (OSError, ValueError) as exc:  # not listening yet, reset, torn answer
             last = exc
-        if time.monotonic() + delay > deadline:
+        now = time.monotonic()
+        if now >= deadline:  # the last attempt was made at the deadline: the whole timeout passed
             raise DaemonNotReady(
                 f"{what} was not ready in time (last attempt: {last!r}):\n{_log_since(log, offset)}"
             )
-        time.sleep(delay)
+        time.sleep(min(delay, deadline - now))
         delay = min(delay * 2, 0.2)
 
 

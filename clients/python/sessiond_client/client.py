@@ -140,7 +140,11 @@ class Client:
             message["params"] = params
         try:
             await self.send_raw(self._frame(message))
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result when a
+            # cancel arrives as the answer does, swallowing the cancel (a Ctrl-C then left
+            # `sessiond tail -f` running).
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(future)
         except asyncio.CancelledError:
             if not future.done():
                 # Shielded: an anyio cancel scope re-cancels every await inside it, and the
@@ -181,14 +185,16 @@ class Client:
 
     async def notification(self, timeout: float | None = 10) -> tuple[str, Any]:
         """The next notification ``(method, params)``."""
-        return await asyncio.wait_for(self._notifications.get(), timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: see request()
+            return await self._notifications.get()
 
     async def updates(
         self, session_id: str | None = None, timeout: float | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         """``session/update`` payloads (``update`` objects), optionally of one session."""
         while True:
-            method, params = await asyncio.wait_for(self._notifications.get(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see request()
+                method, params = await self._notifications.get()
             if method == "session/update" and (session_id is None or params.get("sessionId") == session_id):
                 yield params["update"]
 

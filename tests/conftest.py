@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,19 @@ GOLDEN = REPO / "tests" / "golden"
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests need SIGINT to reach the commands they start, however the run was started.
+
+    A run started in the background by a non-interactive shell (``nohup scripts/test &``)
+    inherits SIGINT *ignored*, and so would every child it spawns: Python then installs no
+    KeyboardInterrupt handler and a test's Ctrl-C is a signal nobody hears (the tail -f test
+    hung on exactly that). With a handler here, children start with the default action (a
+    caught signal is reset on exec), as they would in a terminal.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def oracle_dir() -> Path | None:

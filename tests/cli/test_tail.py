@@ -46,15 +46,6 @@ def _next(lines: queue.Queue[str], timeout: float = 10) -> str:
     return lines.get(timeout=timeout)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=subprocess.TimeoutExpired,
-    reason=(
-        "known defect, open: in the whole suite on a fresh clone `sessiond tail -f` ignores the "
-        "SIGINT sent after the follow lines (3 of 3 clean-clone runs; passes alone and with tests/cli); "
-        "only the exit on Ctrl-C is affected, every printed line is still asserted"
-    ),
-)
 async def test_tail_follow_prints_appends_of_another_client(
     cli: Cli, cli_daemon: Daemon, tmp_path: Path
 ) -> None:

@@ -126,7 +126,7 @@ class ClaudeSession(IndexedSession):
         self._context: tuple[Hashable, Projection] | None = None
         self._branch: tuple[tuple[Hashable, int], list[Any]] | None = None
         self._context_bytes = 0
-        self._holder = budget.holder(f"context of {header['id']}", self._drop_context)
+        self._holder = budget.holder("context", self._drop_context, str(header["id"]))
 
     @classmethod
     def open(cls, path: Path, *, budget: MemoryBudget = BUDGET) -> ClaudeSession:

@@ -65,8 +65,23 @@ class PackedStrings:
             self._replaced[pos] = item
 
     def __iter__(self) -> Iterator[str]:
-        for pos in range(len(self._ends)):
-            yield self[pos]
+        """Every item in order: the whole buffer decoded once (a tree view reads them all)."""
+        text = self._data.decode("utf-8", "surrogatepass")
+        ends, replaced = self._ends, self._replaced
+        if len(text) == len(self._data):  # ASCII: character offsets are the byte offsets
+            start = 0
+            for pos, end in enumerate(ends):
+                yield replaced[pos] if replaced and pos in replaced else text[start:end]
+                start = end
+            return
+        data = self._data
+        start = 0
+        for pos, end in enumerate(ends):
+            if replaced and pos in replaced:
+                yield replaced[pos]
+            else:
+                yield data[start:end].decode("utf-8", "surrogatepass")
+            start = end
 
     @property
     def nbytes(self) -> int:

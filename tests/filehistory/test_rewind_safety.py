@@ -13,14 +13,7 @@ import pytest
 
 from sessiond.filehistory import FileHistory, PathRefusedError, RootChangedError
 
-from .helpers import Session, leftovers, tree
-
-
-@pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    return d
+from .helpers import Session, leftovers, statuses, tree
 
 
 @pytest.fixture
@@ -31,15 +24,6 @@ def other(tmp_path: Path) -> Path:
     (d / "a.txt").write_bytes(b"someone else's a\n")
     (d / "keep.txt").write_bytes(b"keep\n")
     return d
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-def statuses(result: Any) -> dict[str, tuple[str, str]]:
-    return {f["path"]: (f["action"], f["status"]) for f in result.as_json()["files"]}
 
 
 def _edited(s: Session, cwd: Path) -> None:

@@ -77,6 +77,15 @@ def snapshot(ws: Path) -> dict[str, tuple[bytes, int]]:
     return out
 
 
+def workspace(tmp: Path, files: dict[str, str] | None = None) -> Path:
+    """``<tmp>/ws``, the agent's working directory, holding ``files`` (name -> text)."""
+    ws = tmp / "ws"
+    ws.mkdir()
+    for name, text in (files or {}).items():
+        (ws / name).write_text(text)
+    return ws
+
+
 async def new_agent(client: Client, ws: Path) -> Agent:
     created = await call(client, "session/new", {"cwd": str(ws), "subscribe": True})
     return Agent(client, created["sessionId"], ws)
@@ -139,9 +148,7 @@ _STATE_KINDS = {"file", "symlink", "missing"}
 
 async def test_track_reports_a_file_state_and_whether_it_backed_it_up(daemon: Daemon, tmp_path: Path) -> None:
     """SPEC: ``state`` is a file state (file, symlink, missing) — never an internal record."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("v0\n")
+    ws = workspace(tmp_path, {"a.txt": "v0\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     await agent.prompt("edit a.txt")
@@ -171,9 +178,7 @@ async def test_track_reports_a_file_state_and_whether_it_backed_it_up(daemon: Da
 async def test_diff_of_a_file_that_cannot_be_read_says_unknown_not_unchanged(
     daemon: Daemon, tmp_path: Path
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("v0\n")
+    ws = workspace(tmp_path, {"a.txt": "v0\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     p1 = await agent.prompt("edit a.txt")
@@ -195,9 +200,7 @@ def _umask() -> int:
 
 
 async def test_rewinding_one_session_never_reverts_anothers_edit(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "shared.py").write_text("base\n")
+    ws = workspace(tmp_path, {"shared.py": "base\n"})
     client = await daemon.client()
     a = await new_agent(client, ws)
     b = await new_agent(client, ws)
@@ -215,8 +218,7 @@ async def test_rewinding_one_session_never_reverts_anothers_edit(daemon: Daemon,
 
 
 async def test_paths_outside_the_workspace_are_refused(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("keep\n")
@@ -234,8 +236,7 @@ async def test_paths_outside_the_workspace_are_refused(daemon: Daemon, tmp_path:
 
 
 async def test_rewind_with_conversation_moves_the_leaf_and_notifies(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     client = await daemon.client()
     agent = await new_agent(client, ws)
     first = await agent.prompt("first")
@@ -262,9 +263,7 @@ async def test_rewind_with_conversation_moves_the_leaf_and_notifies(daemon: Daem
 
 
 async def test_a_fork_can_rewind_its_history(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "f.txt").write_text("original\n")
+    ws = workspace(tmp_path, {"f.txt": "original\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     p1 = await agent.prompt("change it")
@@ -296,9 +295,7 @@ async def test_a_workspace_replaced_by_a_symlink_is_refused_and_nothing_written(
     daemon: Daemon, tmp_path: Path
 ) -> None:
     """Issue 14 item 6: the rewind must not follow the session's swapped directory elsewhere."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a0\n")
+    ws = workspace(tmp_path, {"a.txt": "a0\n"})
     other = tmp_path / "other"
     other.mkdir()
     (other / "a.txt").write_text("not yours\n")
@@ -327,9 +324,7 @@ async def test_a_workspace_replaced_by_a_symlink_is_refused_and_nothing_written(
 async def test_undo_of_a_rewind_that_restored_a_symlink(daemon: Daemon, tmp_path: Path) -> None:
     """Issue 14 item 7: the session had replaced a link by a file; rewind restores the link, and
     its undo brings the session's file back."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "real.txt").write_text("real\n")
+    ws = workspace(tmp_path, {"real.txt": "real\n"})
     (ws / "ln").symlink_to("real.txt")
     client = await daemon.client()
     agent = await new_agent(client, ws)
@@ -351,8 +346,7 @@ async def test_undo_of_a_rewind_that_restored_a_symlink(daemon: Daemon, tmp_path
 
 def _claude_workspace(tmp_path: Path) -> tuple[Path, Path, str]:
     """The 2.1.39 fixture moved to a temp workspace, with synthetic backups named by the real rule."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     text = CLAUDE_SAMPLE.read_text().replace(CLAUDE_CWD, str(ws))
     records = [json.loads(line) for line in text.splitlines() if line.strip()]
     sid = CLAUDE_SAMPLE.stem

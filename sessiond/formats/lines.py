@@ -41,5 +41,9 @@ class LineDiagnostics:
             "unparsableLineNumbers": list(self.unparsable_line_numbers),
         }
 
+    def as_json(self) -> dict[str, Any]:
+        """The report a client reads (each dialect's type reports more)."""
+        return {**self.skipped_json(), "tornTail": self.torn_tail}
+
 
 __all__ = ["MAX_REPORTED_LINES", "LineDiagnostics"]

@@ -7,28 +7,20 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sessiond_client import Client, RpcError
-from sessiond_protocol import METHODS, ErrorCode
+from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import CLAUDE_FIXTURES
+from tests.harness.calls import call
 from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 
 CLAUDE_SAMPLE = CLAUDE_FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 CLAUDE_CWD = "/home/USER/projects/spotter-worktrees/spotter-4te"
-
-
-async def call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    result = await client.request(method, params)
-    spec = METHODS[method]
-    if spec.result is not None:
-        spec.result.model_validate(result)
-    return result
 
 
 class Agent:

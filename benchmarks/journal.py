@@ -16,6 +16,12 @@ Sections (every ratio is against a reference measured in the same run):
 5. **context after one append** on the 50 MB session: ``context()`` right after an
    ``append_message`` (bodies cached) vs the first ``context()`` after open vs a full
    ``load_session`` + tree + projection of the same file.
+6. **light index per entry** - what an open session keeps per entry, measured with
+   ``tracemalloc`` (Python's allocations, after a collection) in a fresh process, on a session of
+   25,000 short messages (the shape of the soak's watched Pi session, ~480 bytes a line),
+   against ``load_session`` of the same file; and, untraced, what must not get slower with it:
+   ``Session.open``, ``tree_view`` (``tree/get``), ``get`` of an entry by id, the branch, and an
+   append. ``SESSIOND_INDEX_PYTHONPATH`` runs the child on another checkout (a before/after).
 
 Run: ``.venv/bin/python -m benchmarks.journal [--quick] [--runs N] [--json]``. Scratch files go to
 ``benchmarks/out/journal-tmp/`` (same disk as the repo; removed at the end); the 1/10/50 MB
@@ -523,6 +529,156 @@ def bench_context(
     return result
 
 
+# --------------------------------------------------------------------------- 6. light index
+
+INDEX_ENTRIES = 25_000
+INDEX_CHILD = r"""
+import gc, json, sys, time, tracemalloc
+from sessiond.formats.pi import load_session
+from sessiond.model.tree import SessionTree
+from sessiond.store.session import Session
+path, copy = sys.argv[1], sys.argv[2]
+perf = time.perf_counter
+def traced(make):
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    held = make()
+    gc.collect()
+    size = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return held, size
+session, index_bytes = traced(lambda: Session.open(path, read_only="bench"))
+n = session.entry_count
+ids = [e["id"] for e in session.tree.entries]
+session.close()
+del session
+loaded, load_bytes = traced(lambda: load_session(path))
+del loaded
+def best(fn, runs=3):
+    out = []
+    for _ in range(runs):
+        gc.collect()
+        a = perf()
+        fn()
+        out.append(perf() - a)
+    return min(out)
+open_s = best(lambda: Session.open(path, read_only="bench"))
+session = Session.open(path, read_only="bench")
+tree_s = best(lambda: session.tree_view())
+step = max(1, n // 1000)
+get_s = best(lambda: [session.tree.get(i) for i in ids[::step]]) / len(ids[::step])
+branch_s = best(lambda: session.branch_ids())
+session = Session.open(copy)
+msg = {"role": "user", "content": [{"type": "text", "text": "x" * 300}], "timestamp": 1}
+samples = []
+for _ in range(300):
+    a = perf()
+    session.append_message(msg)
+    samples.append(perf() - a)
+session.close()
+samples.sort()
+print(json.dumps({"entries": n, "indexBytes": index_bytes, "loadBytes": load_bytes,
+                  "openMs": open_s * 1e3, "treeViewMs": tree_s * 1e3, "getUs": get_s * 1e6,
+                  "branchMs": branch_s * 1e3, "appendP50Us": samples[len(samples) // 2] * 1e6}))
+"""
+
+
+def _index_session(path: Path, n: int) -> None:
+    """``n`` Pi messages of the soak's watched session: one chain, user and assistant in turn."""
+    rng = random.Random(7)
+    words = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "with",
+        "was",
+        "on",
+        "be",
+        "at",
+        "by",
+        "this",
+        "had",
+        "not",
+        "are",
+        "but",
+    ]
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "0192f000-0000-7000-8000-000000000025",
+        "timestamp": "2026-12-03T00:00:00.000Z",
+        "cwd": "/work/soak",
+    }
+    lines = [encode_line(header)]
+    parent: str | None = None
+    for i in range(1, n + 1):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(10, 50)))
+        ts = 1_790_000_000_000 + i * 97
+        message: dict[str, Any]
+        if i % 2:
+            message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ts}
+        else:
+            message = {
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input": 1200, "output": 80, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1280},
+                "stopReason": "stop",
+                "timestamp": ts,
+            }
+        eid = f"{rng.getrandbits(32):08x}"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts / 1000)) + f".{ts % 1000:03d}Z"
+        entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": stamp, "message": message}
+        lines.append(encode_line(entry))
+        parent = eid
+    path.write_bytes(b"".join(lines))
+
+
+def bench_index(scratch: Scratch, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    directory = scratch.new_dir("index")
+    path = directory / "watched.jsonl"
+    _index_session(path, INDEX_ENTRIES)
+    env = dict(os.environ)
+    other = os.environ.get("SESSIOND_INDEX_PYTHONPATH")
+    env["PYTHONPATH"] = other if other else str(REPO)
+    runs = []
+    for run in range(args.runs):
+        copy = directory / f"copy{run}.jsonl"
+        shutil.copyfile(path, copy)
+        proc = subprocess.run(
+            [sys.executable, "-c", INDEX_CHILD, str(path), str(copy)],
+            capture_output=True,
+            text=True,
+            cwd=other or REPO,
+            env=env,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"index child failed:\n{proc.stderr[-2000:]}")
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    n = runs[0]["entries"]
+    res: dict[str, Any] = {"entries": n, "fileBytesPerEntry": path.stat().st_size / n, "checkout": other}
+    for name in ("openMs", "treeViewMs", "getUs", "branchMs", "appendP50Us"):
+        res[name] = min(r[name] for r in runs)
+    res["indexBytesPerEntry"] = statistics.median(r["indexBytes"] for r in runs) / n
+    res["loadBytesPerEntry"] = statistics.median(r["loadBytes"] for r in runs) / n
+    log(
+        f"  light index: {res['indexBytesPerEntry']:.0f} B/entry (load_session "
+        f"{res['loadBytesPerEntry']:.0f}), open {res['openMs']:.0f} ms, tree_view {res['treeViewMs']:.0f} ms"
+    )
+    return res
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -532,6 +688,9 @@ def _r(a: float, b: float) -> str:
 
 def print_report(res: dict[str, Any]) -> None:
     p = print
+    if "single" not in res:  # --index-only
+        _print_index(p, res["index"])
+        return
     p(f"\nsessiond journal benchmark - {res['runs']} run(s), median of runs; scratch on {res['disk']}")
     p("\n1. append, one writer (same line bytes as the reference)")
     p(
@@ -605,6 +764,28 @@ def print_report(res: dict[str, Any]) -> None:
         )
 
     c = res["context"]
+    _print_context(p, c)
+    if "index" in res:
+        _print_index(p, res["index"])
+
+
+def _print_index(p: Callable[[str], None], x: dict[str, Any]) -> None:
+    where = f" (checkout {x['checkout']})" if x.get("checkout") else ""
+    size = f"{x['entries']:,} entries of ~{x['fileBytesPerEntry']:.0f} B"
+    p(f"\n6. light index of an open session, {size}{where}")
+    p(
+        f"{'held per entry (tracemalloc)':<34}{x['indexBytesPerEntry']:>9.0f} B    "
+        f"load_session {x['loadBytesPerEntry']:.0f} B, "
+        f"ratio {_r(x['indexBytesPerEntry'], x['loadBytesPerEntry'])}"
+    )
+    p(f"{'Session.open':<34}{x['openMs']:>9.1f} ms")
+    p(f"{'tree_view (tree/get)':<34}{x['treeViewMs']:>9.1f} ms")
+    p(f"{'tree.get(id)':<34}{x['getUs']:>9.2f} us")
+    p(f"{'branch ids (whole chain)':<34}{x['branchMs']:>9.1f} ms")
+    p(f"{'append p50 (buffered)':<34}{x['appendP50Us']:>9.1f} us")
+
+
+def _print_context(p: Callable[[str], None], c: dict[str, Any]) -> None:
     p(f"\n5. context() on the {c['sizeMB']:g} MB session ({c['contextMessages']} context messages)")
     p(f"{'after one append':<34}{c['afterAppendMs']:>9.2f} ms   (p99 {c['afterAppendP99Ms']:.2f} ms)")
     p(
@@ -622,6 +803,7 @@ def print_report(res: dict[str, Any]) -> None:
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
+    ap.add_argument("--index-only", action="store_true", help="only section 6, the light index per entry")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -634,9 +816,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     args.concurrent_appends = 320 if args.quick else 3200
     args.context_appends = 10 if args.quick else 30
 
-    files = {s: ensure_session(args.out, s, GENERATOR_SEED, log)[0] for s in sizes}
     scratch = Scratch(args.out / "journal-tmp")
     t0 = time.perf_counter()
+    if getattr(args, "index_only", False):
+        try:
+            log("6. light index")
+            res0: dict[str, Any] = {"runs": args.runs, "quick": args.quick, "disk": scratch.disk()}
+            res0["index"] = bench_index(scratch, args, log)
+        finally:
+            scratch.cleanup()
+        res0["totalSeconds"] = time.perf_counter() - t0
+        return res0
+    files = {s: ensure_session(args.out, s, GENERATOR_SEED, log)[0] for s in sizes}
     try:
         res: dict[str, Any] = {
             "runs": args.runs,
@@ -655,6 +846,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         res["open"] = bench_open(args, files, log)
         log("5. context")
         res["context"] = bench_context(scratch, args, files[max(sizes)], max(sizes), log)
+        log("6. light index")
+        res["index"] = bench_index(scratch, args, log)
     finally:
         scratch.cleanup()
     res["totalSeconds"] = time.perf_counter() - t0
@@ -667,6 +860,8 @@ report = with_total(print_report)
 def extract(d: dict[str, Any]) -> Extract:
     """Appends against bare os.write / fdatasync, open against load_session."""
     e = Extract(notes=[f"scratch on {d.get('disk', '?')}; median of {d['runs']} run(s)"])
+    if "single" not in d:  # --index-only
+        d = {**d, "single": [], "concurrent": [], "size": [], "open": [], "context": None}
     bare = {"buffered": "bare os.write", "fsync": "bare os.write + fdatasync"}
     for r in d["single"]:
         mode, s, ref = r["mode"], r["session"], r["reference"]
@@ -722,21 +917,31 @@ def extract(d: dict[str, Any]) -> Extract:
             goal,
         )
     c = d["context"]
-    size = f"{c['sizeMB']:g} MB"
-    e.add(
-        f"context() after one append, {size}",
-        c["afterAppendMs"],
-        "ms",
-        "first context() after open",
-        c["coldMs"],
-    )
-    e.add(
-        f"context() after one append, {size}",
-        c["afterAppendMs"],
-        "ms",
-        "load_session + tree + project",
-        c["fullLoadMs"],
-    )
+    if c is not None:
+        size = f"{c['sizeMB']:g} MB"
+        e.add(
+            f"context() after one append, {size}",
+            c["afterAppendMs"],
+            "ms",
+            "first context() after open",
+            c["coldMs"],
+        )
+        e.add(
+            f"context() after one append, {size}",
+            c["afterAppendMs"],
+            "ms",
+            "load_session + tree + project",
+            c["fullLoadMs"],
+        )
+    x = d.get("index")
+    if x is not None:
+        e.add(
+            f"light index per entry, {x['entries']:,} entries",
+            x["indexBytesPerEntry"],
+            "B",
+            "load_session (every entry parsed)",
+            x["loadBytesPerEntry"],
+        )
     return e
 
 

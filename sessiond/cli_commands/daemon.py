@@ -181,6 +181,19 @@ async def cmd_status(args: argparse.Namespace, out: Output) -> int:
     return EXIT_INTERNAL
 
 
+def _memory_line(m: dict[str, Any]) -> str:
+    """RSS, what is held parsed against the budget (by kind), evictions."""
+    mib = 1024 * 1024
+    parts = []
+    if m.get("rssBytes"):
+        parts.append(f"RSS {m['rssBytes'] / mib:.0f} MiB")
+    kinds = ", ".join(f"{k} {v / mib:.1f}" for k, v in sorted((m.get("heldByKind") or {}).items()))
+    held = f"{m.get('heldBytes', 0) / mib:.1f} of {m.get('budgetBytes', 0) / mib:.0f} MiB held parsed"
+    parts.append(held + (f" ({kinds})" if kinds else ""))
+    parts.append(f"{m.get('evictions', 0)} evictions")
+    return "; ".join(parts)
+
+
 def _print_status(out: Output, s: dict[str, Any]) -> None:
     head = Text()
     head.append(f"sessiond {s.get('version') or '?'}", style="bold")
@@ -209,6 +222,9 @@ def _print_status(out: Output, s: dict[str, Any]) -> None:
     clients = s.get("clients") or []
     rows.add_row("sessions", f"{len(sessions)} open")
     rows.add_row("clients", f"{len(clients)} connected (this command included)")
+    memory = s.get("memory")
+    if isinstance(memory, dict):
+        rows.add_row("memory", _memory_line(memory))
     out.show(rows)
     if sessions:
         table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)

@@ -17,6 +17,8 @@ from sessiond_protocol import PROTOCOL_VERSION
 from sessiond_protocol import methods as M
 
 from .. import __version__
+from ..store import allocator
+from ..store.memory import BUDGET
 
 if TYPE_CHECKING:
     from .dispatch import Caller
@@ -44,9 +46,12 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
     started = daemon.started_at if daemon is not None else conn.connected_at
     connections = sorted(daemon.connections if daemon is not None else [conn], key=lambda c: c.id)
     hub = service.hub
+    held = BUDGET.by_session()
     sessions = []
     for session_id, host in sorted(service.hosts.items()):
         root = host.root
+        header_id = host.session.index.header.get("id")
+        kinds = held.get(header_id if type(header_id) is str else session_id, {})
         sessions.append(
             {
                 "sessionId": session_id,
@@ -56,6 +61,8 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
                 "readOnly": host.session.read_only is not None,
                 "subscribers": hub.subscriber_count(session_id),
                 "users": len(host.users),
+                "entries": len(host.session.index),
+                "heldBytes": sum(kinds.values()),
             }
         )
     clients = []
@@ -85,4 +92,31 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
         log=log_file(),
         sessions=sessions,
         clients=clients,
+        memory=memory_status(held),
     )
+
+
+def memory_status(held: dict[str | None, dict[str, int]]) -> dict[str, object]:
+    """The budget, what it holds by kind, evictions, RSS and the allocator's trims."""
+    by_kind: dict[str, int] = {}
+    for kinds in held.values():
+        for kind, n in kinds.items():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+    return {
+        "budgetBytes": BUDGET.limit,
+        "idleSeconds": BUDGET.idle,
+        "heldBytes": sum(by_kind.values()),
+        "heldByKind": by_kind,
+        "evictions": BUDGET.evictions,
+        "rssBytes": rss_bytes(),
+        "allocatorTrims": allocator.TRIMMER.released if allocator.available() else None,
+    }
+
+
+def rss_bytes() -> int | None:
+    """``VmRSS`` of this process (Linux), else None."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None

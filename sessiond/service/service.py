@@ -141,6 +141,13 @@ class Service:
                 durability=self.config.durability,
             )
         )
+        if session_id is not None and self.registry.exists(session_id):
+            # Another session/new with this id got in while this one was created in a worker
+            # thread: adopting this one would replace the session the others already use (the
+            # soak lost acknowledged entries to a second file with the same id). Nothing of it
+            # is on disk yet (a session is written at its first flush).
+            session.close()
+            raise SessionExistsError(session_id)
         host = self.registry.adopt(session, user=user)
         if subscribe:
             self.hub.subscribe(host.id, user)

@@ -27,7 +27,7 @@ repeating an entry's uuid, for one) makes :meth:`ClaudeSession.ingest` ask for a
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -126,21 +126,15 @@ class ClaudeSession(IndexedSession):
         self._context: tuple[Hashable, Projection] | None = None
         self._branch: tuple[tuple[Hashable, int], list[Any]] | None = None
         self._context_bytes = 0
-        self._holder = budget.holder(f"context of {header['id']}", self._drop_context)
+        self._holder = budget.holder("context", self._drop_context, str(header["id"]))
 
     @classmethod
     def open(cls, path: Path, *, budget: MemoryBudget = BUDGET) -> ClaudeSession:
         path = Path(path)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            with open(fd, "rb", closefd=False) as f:
-                data = f.read()
-            end = data.rfind(b"\n") + 1
-            if end != len(data):
-                data = data[:end]  # a line still being written is read when it is complete
-            live, entries = LiveTranscript.read(data, str(path))
-            del data
-            return cls(path, live, entries, end, fd, budget)
+            live, entries = LiveTranscript.read(_complete_lines(fd), str(path))
+            return cls(path, live, entries, live.t.end, fd, budget)
         except BaseException:
             os.close(fd)
             raise
@@ -425,3 +419,24 @@ class ClaudeSession(IndexedSession):
             tree.set_leaf(leaf)
         elif self.live.g.order:
             tree.set_leaf(self.live.g.order[-1])
+
+
+_READ_PIECE: Final = 4 * 1024 * 1024
+
+
+def _complete_lines(fd: int) -> Iterator[bytes]:
+    """The file's complete lines from the start, in pieces of about 4 MiB that end with a
+    newline: a cold read parses them without holding the whole file beside its records. A
+    line still being written (no newline yet) is left for when it is complete."""
+    offset = 0
+    rest = b""
+    while True:
+        block = os.pread(fd, _READ_PIECE, offset)
+        if not block:
+            return
+        offset += len(block)
+        block = rest + block if rest else block
+        cut = block.rfind(b"\n") + 1
+        if cut:
+            yield block[:cut] if cut != len(block) else block
+        rest = block[cut:]

@@ -29,6 +29,7 @@ from ..model.preview import entry_preview
 from ..model.tokens import PI, assistant_usage, calculate_context_tokens
 from ..model.tree import SessionTree
 from .memory import BUDGET, Holder, MemoryBudget
+from .packed import PackedStrings
 
 DEFAULT_CACHE_BYTES: Final = 16 * 1024 * 1024
 _BATCH_MIN: Final = 32
@@ -52,26 +53,58 @@ _NON_NULL: Final[dict[str, Any]] = {}
 """Stands for a ``context_edit`` replacement that is not ``null`` in a light entry."""
 
 
-class LightMaker:
-    """Reduces full entries to light ones, sharing the small message summaries between them."""
+_ID_FIELDS: Final = frozenset(("parentId", "firstKeptEntryId", "fromId", "targetId"))
+"""Light fields that name another entry: they share the string of that entry's id."""
 
-    def __init__(self) -> None:
+
+class LightMaker:
+    """Reduces full entries to light ones, sharing strings and message summaries between them.
+
+    A field naming another entry (``parentId``, targets) takes the string object of that
+    entry's own id, found in the tree the light entries go into, so an id is stored once
+    however many entries name it, without a table of every id on the side. Other short
+    values (types, labels, model names) repeat and are shared through a small table; ids are
+    unique per entry and kept as parsed, and a timestamp is shared only with the entry before
+    it (a table of every timestamp would cost more than it saves when they are unique).
+    """
+
+    def __init__(self, tree: SessionTree | None = None) -> None:
         self._messages: dict[Hashable, dict[str, Any]] = {}
         self._strings: dict[str, str] = {}
+        self._tree = tree
+        self._last_ts: Any = None
 
     def intern(self, value: Any) -> Any:
-        """One string object per distinct id (a parentId is the same string as its parent's id)."""
+        """One string object per distinct value (for values that repeat)."""
         if type(value) is str:
             return self._strings.setdefault(value, value)
+        return value
+
+    def _ref(self, value: Any) -> Any:
+        """The id string of the entry ``value`` names, when the tree has it."""
+        if type(value) is str and self._tree is not None:
+            target = self._tree.get(value)
+            if type(target) is dict:
+                own = target.get("id")
+                if own == value:
+                    return own
         return value
 
     def __call__(self, entry: Any) -> Any:
         if type(entry) is not dict:
             return entry  # non-object lines are tiny and kept as they are
         light: dict[str, Any] = {}
-        for name in ("type", "id", "parentId", "timestamp"):
-            if name in entry:
-                light[name] = self.intern(entry[name])
+        if "type" in entry:
+            light["type"] = self.intern(entry["type"])
+        if "id" in entry:
+            light["id"] = entry["id"]
+        if "parentId" in entry:
+            light["parentId"] = self._ref(entry["parentId"])
+        if "timestamp" in entry:
+            ts = entry["timestamp"]
+            if ts == self._last_ts and type(ts) is str:
+                ts = self._last_ts  # entries written in the same second or millisecond
+            light["timestamp"] = self._last_ts = ts
         t = entry.get("type")
         if t == E.MESSAGE:
             if "message" in entry:
@@ -79,7 +112,8 @@ class LightMaker:
         elif type(t) is str:
             for name in _LIGHT_FIELDS.get(t, ()):
                 if name in entry:
-                    light[name] = self.intern(entry[name])
+                    value = entry[name]
+                    light[name] = self._ref(value) if name in _ID_FIELDS else self.intern(value)
             if t == E.CONTEXT_EDIT and "replacement" in entry:
                 light["replacement"] = None if entry["replacement"] is None else _NON_NULL
         return light
@@ -167,8 +201,8 @@ class SessionIndex:
     ) -> None:
         self.header = header
         self.budget = budget
-        self.light = LightMaker()
         self.tree = SessionTree([])
+        self.light = LightMaker(self.tree)
         self.offsets = array("q")
         """Byte offset of each line, ``-1`` for an entry held only in memory (not yet written)."""
         self.lengths = array("q")
@@ -176,11 +210,11 @@ class SessionIndex:
         """Pi's token estimate of what each entry contributes on its own (before edits)."""
         self.usage = array("q")
         """Context tokens of a valid assistant usage on the line, ``-1`` when none."""
-        self.previews: list[str] = []
+        self.previews = PackedStrings()
         """A one-line preview per line (for tree views without reading bodies)."""
         self._pos_by_key: dict[Hashable, int] = {}
         self._resident: dict[int, Any] = {}
-        self._holder = budget.holder(f"bodies of {header.get('id')}", self._drop_bodies)
+        self._holder = budget.holder("bodies", self._drop_bodies, str(header.get("id")))
         self._cache = _BodyCache(cache_bytes, self._holder)
         self.read_body: Callable[[int, int], bytes] | None = None
         """How to read ``length`` bytes at ``offset`` of the file (set by the owner)."""

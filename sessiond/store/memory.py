@@ -41,12 +41,17 @@ _SWEEP_EVERY: Final = 1.0
 class Holder:
     """Something that keeps session content parsed and can drop it (see :class:`MemoryBudget`)."""
 
-    __slots__ = ("__weakref__", "_budget", "_drop", "_ref", "bytes", "name", "used_at")
+    __slots__ = ("__weakref__", "_budget", "_drop", "_ref", "bytes", "name", "session", "used_at")
 
-    def __init__(self, budget: MemoryBudget, name: str, drop: Callable[[], None]) -> None:
+    def __init__(
+        self, budget: MemoryBudget, name: str, drop: Callable[[], None], session: str | None = None
+    ) -> None:
         self._budget = budget
         self._drop = drop
         self.name = name
+        """What it holds (``bodies``, ``context``), for status."""
+        self.session = session
+        """The session it belongs to, for status."""
         self.bytes = 0
         self.used_at = time.monotonic()
         self._ref: weakref.ref[Holder] | None = None
@@ -98,8 +103,8 @@ class MemoryBudget:
         self.limit = limit
         self.idle = idle
 
-    def holder(self, name: str, drop: Callable[[], None]) -> Holder:
-        return Holder(self, name, drop)
+    def holder(self, name: str, drop: Callable[[], None], session: str | None = None) -> Holder:
+        return Holder(self, name, drop, session)
 
     def _gone(self, ref: weakref.ref[Holder]) -> None:
         # Called by the garbage collector, possibly inside one of this budget's own critical
@@ -187,6 +192,19 @@ class MemoryBudget:
         with self._lock:
             self._bury()
             return [(h.name, held) for r, held in self._holders.items() if (h := r()) is not None]
+
+    def by_session(self) -> dict[str | None, dict[str, int]]:
+        """What each session holds now, by holder name (``bodies``, ``context``), in bytes of
+        session lines; sessions that hold nothing are left out (``daemon/status``)."""
+        out: dict[str | None, dict[str, int]] = {}
+        with self._lock:
+            self._bury()
+            for r, held in self._holders.items():
+                h = r()
+                if h is not None and held:
+                    kinds = out.setdefault(h.session, {})
+                    kinds[h.name] = kinds.get(h.name, 0) + held
+        return out
 
 
 BUDGET: Final = MemoryBudget()

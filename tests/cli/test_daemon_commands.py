@@ -92,9 +92,11 @@ async def test_a_read_command_says_it_started_the_daemon_then_status_and_stop(tm
         by_name = {c["name"]: c for c in s["clients"]}
         assert by_name["status-test"]["subscriptions"] == [sid]
         assert by_name["sessiond-status"]["current"] is True
+        assert s["memory"]["budgetBytes"] == 64 * 1024 * 1024 and s["memory"]["rssBytes"] > 0
         text = run_plain("status", env=env)
         assert text.returncode == 0
         assert f"is running: pid {pid}, up " in text.stdout
+        assert re.search(r"memory\s+RSS \d+ MiB; [\d.]+ of 64 MiB held parsed", text.stdout), text.stdout
         assert sid in text.stdout and "status-test" in text.stdout and "(this command)" in text.stdout
         await client.close()
 

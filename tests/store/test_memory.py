@@ -182,3 +182,26 @@ def test_a_resize_counts_without_marking_use() -> None:
     assert budget.total == 60
     b.holder.hold(80)  # 130 > 100: a goes
     assert (a.dropped, b.dropped) == (1, 0) and budget.total == 80
+
+
+def test_the_allocator_gives_freed_memory_back() -> None:
+    """``malloc_trim`` behind one function: freed chunks go back to the system (RSS drops)."""
+    from sessiond.store import allocator  # noqa: PLC0415
+
+    if not allocator.available():
+        assert allocator.release_free_memory() is False  # a no-op where glibc is absent
+        return
+
+    def rss() -> int:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * 4096
+
+    allocator.release_free_memory()
+    blocks = [bytes(2000) + bytes([i % 256]) for i in range(40_000)]  # ~80 MB of malloc'd chunks
+    keep = blocks[-1:]  # the top of the heap stays in use: only a trim gives the rest back
+    del blocks
+    before, calls = rss(), allocator.TRIMMER.calls
+    assert allocator.release_free_memory() is True
+    assert allocator.TRIMMER.calls == calls + 1
+    assert rss() < before - 40 * 1024 * 1024, (before, rss())
+    del keep

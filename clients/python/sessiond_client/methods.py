@@ -55,8 +55,8 @@ class Methods:
 
     @rpc("daemon/status")
     async def daemon_status(self) -> M.DaemonStatusResult:
-        """``daemon/status``: The daemon itself: pid, version, uptime, store, socket, open sessions and
-        connected clients (what `sessiond status` shows).
+        """``daemon/status``: The daemon itself: pid, version, uptime, store, socket, open sessions,
+        connected clients and its memory budget (what `sessiond status` shows).
         """
         result: M.DaemonStatusResult = await self._call("daemon/status", locals())
         return result

@@ -43,6 +43,7 @@ from .daemon import METHODS as _DAEMON
 from .daemon import (
     DaemonStatusResult,
     StatusClient,
+    StatusMemory,
     StatusSession,
 )
 from .file_history import METHODS as _FILE_HISTORY
@@ -175,6 +176,7 @@ __all__ = [
     "SnipParams",
     "SnipResult",
     "StatusClient",
+    "StatusMemory",
     "StatusSession",
     "TrackParams",
     "TrackResult",

@@ -26,6 +26,38 @@ class StatusSession(Result):
     readOnly: bool
     subscribers: int
     users: int = Field(description="Connections that used it since it was opened (subscribed or not).")
+    entries: int = Field(
+        0, description="Lines in its light index (kept while it is open, a few hundred bytes each)."
+    )
+    heldBytes: int = Field(
+        0,
+        description="Bytes of its session lines held parsed under the memory budget (bodies and context); "
+        "their parsed form takes about 3-4 times as much.",
+    )
+
+
+class StatusMemory(Result):
+    budgetBytes: int = Field(
+        description="`[memory] budget_mb`: parsed session content all sessions may hold."
+    )
+    idleSeconds: float = Field(
+        description="`[memory] idle_seconds`: unused parsed content is dropped after this."
+    )
+    heldBytes: int = Field(description="Bytes of session lines held parsed now, all sessions together.")
+    heldByKind: dict[str, int] = Field(
+        description="`heldBytes` by what holds it: `bodies` (entry bodies read recently), `context` (materialised contexts)."
+    )
+    evictions: int = Field(
+        description="Times the budget dropped what a session held (over the budget or idle) since the start."
+    )
+    rssBytes: int | None = Field(
+        None, description="The daemon's resident memory (`VmRSS`; null where it cannot be read)."
+    )
+    allocatorTrims: int | None = Field(
+        None,
+        description="Times the periodic sweep gave freed memory back to the system (glibc `malloc_trim`); null where "
+        "the allocator cannot be trimmed.",
+    )
 
 
 class DaemonStatusResult(Result):
@@ -43,6 +75,7 @@ class DaemonStatusResult(Result):
     )
     sessions: list[StatusSession] = Field(description="Open sessions.")
     clients: list[StatusClient] = Field(description="Open connections, the asking one included.")
+    memory: StatusMemory | None = Field(None, description="The memory budget and what is held under it.")
 
 
 METHODS: dict[str, MethodSpec] = {
@@ -52,7 +85,7 @@ METHODS: dict[str, MethodSpec] = {
             "daemon/status",
             Empty,
             DaemonStatusResult,
-            "The daemon itself: pid, version, uptime, store, socket, open sessions and connected clients (what `sessiond status` shows).",
+            "The daemon itself: pid, version, uptime, store, socket, open sessions, connected clients and its memory budget (what `sessiond status` shows).",
             (),
             {},
             {
@@ -74,8 +107,19 @@ METHODS: dict[str, MethodSpec] = {
                         "readOnly": False,
                         "subscribers": 1,
                         "users": 1,
+                        "entries": 412,
+                        "heldBytes": 180224,
                     }
                 ],
+                "memory": {
+                    "budgetBytes": 67108864,
+                    "idleSeconds": 60.0,
+                    "heldBytes": 180224,
+                    "heldByKind": {"bodies": 65536, "context": 114688},
+                    "evictions": 7,
+                    "rssBytes": 98566144,
+                    "allocatorTrims": 42,
+                },
                 "clients": [
                     {
                         "id": 3,

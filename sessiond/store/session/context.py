@@ -67,7 +67,7 @@ class CachedContext(IndexedSession):
         """Estimator name -> the light context (leaf, entry count) it is current for, the tracker."""
         self._projection_bytes = 0
         self._context_holder = index.budget.holder(
-            f"context of {index.header.get('id')}", self._drop_projection
+            "context", self._drop_projection, str(index.header.get("id"))
         )
 
     def close(self) -> None:

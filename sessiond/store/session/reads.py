@@ -108,14 +108,14 @@ class IndexedSession:
                 parent_key = key(get(light, "parentId"))
                 children[parent_key] = children.get(parent_key, 0) + 1
             nodes = []
-            for pos, light in enumerate(tree.entries):
+            for light, preview in zip(tree.entries, index.previews, strict=True):
                 eid = get(light, "id")
                 label = tree.label(eid)
                 node: dict[str, Any] = {
                     "id": eid,
                     "parentId": get(light, "parentId"),
                     "type": get(light, "type"),
-                    "preview": index.previews[pos],
+                    "preview": preview,
                     "timestamp": get(light, "timestamp"),
                     "childCount": children.get(key(eid), 0),
                 }

@@ -34,7 +34,7 @@ until the caller drops them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,20 +117,27 @@ class LiveTranscript:
 
     @classmethod
     def read(
-        cls, data: bytes, source: str
+        cls, data: bytes | Iterable[bytes], source: str
     ) -> tuple[LiveTranscript, list[tuple[str, int, int, dict[str, Any]]]]:
         """Read a transcript's complete lines; also every message entry ``(uuid, offset, length,
-        record)`` in tree order (the last line of a uuid), for the caller to index and drop."""
+        record)`` in tree order (the last line of a uuid), for the caller to index and drop.
+
+        ``data`` is the file's bytes, or its bytes in consecutive pieces that each end with a
+        newline (a reader that does not hold the whole file while its records are parsed)."""
         indexer = TranscriptIndexer(source)
         t = indexer.transcript
         spans: dict[str, tuple[int, int]] = {}
+        pieces = (data,) if isinstance(data, bytes | bytearray) else data
+        end = 0
         with paused_gc():
-            for _, offset, length, rec in parse_records(data, t.diagnostics):
-                uuid = indexer.add(rec)
-                if uuid is not None:
-                    spans[uuid] = (offset, length)
+            for piece in pieces:
+                for _, offset, length, rec in parse_records(piece, t.diagnostics, end):
+                    uuid = indexer.add(rec)
+                    if uuid is not None:
+                        spans[uuid] = (offset, length)
+                end += len(piece)
             indexer.finish()
-            t.end = len(data)
+            t.end = end
             g = graph_of(t)  # on the full records
             entries = [(u, *spans[u], t.chain[u]) for u in g.order]
             live = cls(indexer)

@@ -19,12 +19,15 @@ import orjson
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from ...errors import ClusterUnavailableError, SessionExistsError
+from ...filehistory.blobs import BlobStore
+from ...filehistory.shared import SharedBlobs
 from ..journal import Durability
 from ..layout import encode_cwd, ensure_within, session_file_name
 from ..listing import read_header
 from ..session import Session
 from .link import Link
 from .log import JetStreamLog, fetch_all, subject_token
+from .objects import ObjectBlobs
 from .settings import JetStreamSettings
 
 NOT_SHARED = "it is not in the shared JetStream store (bring it there with `sessiond import`)"
@@ -144,6 +147,10 @@ class JetStreamStore:
             self.link.call(purge(), self.settings.ack_wait)
         except Exception as exc:
             raise ClusterUnavailableError(session_id, f"cannot delete it from the stream: {exc}") from exc
+
+    def blobs(self, directory: Path) -> SharedBlobs:
+        """The object store (one bucket, keyed by hash), this daemon's directory as its cache."""
+        return SharedBlobs(BlobStore(directory), ObjectBlobs(self.link, directory.name))
 
     def close(self) -> None:
         self.link.close()

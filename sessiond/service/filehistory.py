@@ -119,9 +119,8 @@ class FileHistoryService:
             await anyio.to_thread.run_sync(write)
             return None
         spec = {"type": E.CUSTOM, "customType": SNAPSHOT, "data": data}
-        pending = host.writer().begin_append([spec], durability=Durability.FSYNC)
-        ids = await host.complete(pending)
-        return ids[0]
+        pending = await host.commit(lambda w: w.begin_append([spec], durability=Durability.FSYNC))
+        return pending.entry_ids[0]
 
     def _publish(
         self, host: SessionHost, event: str, message_id: str | None, paths: list[str], **extra: Any

@@ -503,3 +503,46 @@ def delete_object(cluster: Cluster, bucket: str, name: str) -> None:
             await nc.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("write", ["navigate", "checkpoint"])
+async def test_a_commit_waiting_for_the_cluster_does_not_hold_other_sessions(
+    tmp_path: Path, cluster: Cluster, write: str
+) -> None:
+    """A leaf move (or a file-history marker) on a shared session waits for the cluster — here
+    for up to ``ack_wait``, the stream having lost its quorum — in a worker thread: a request on
+    another session of the same daemon is answered meanwhile."""
+    node = cluster.nodes[0]
+    daemon = start_daemon(tmp_path / "d", config=config([node.url], f"STALL{write.upper()}"))
+    try:
+        c1, c2 = await daemon.client(), await daemon.client()
+        s1 = await new_shared_session(c1)
+        first = (await entries_of(c1, s1))[0]["id"]
+        await c1.request("session/append", {"sessionId": s1, "entries": [user("second")]})
+        s2 = await new_shared_session(c2)
+        others = [n for n in cluster.nodes if n is not node]
+        for n in others:
+            cluster.kill_node(n)
+        try:
+            if write == "navigate":
+                params = {"sessionId": s1, "targetId": first}
+                stalled = asyncio.create_task(c1.request("tree/navigate", params))
+            else:
+                params = {"sessionId": s1, "messageId": first}
+                stalled = asyncio.create_task(c1.request("fileHistory/checkpoint", params))
+            await asyncio.sleep(0.5)
+            assert not stalled.done(), "the commit did not wait for the cluster"
+            loaded = await c2.request("session/load", {"sessionId": s2})
+            assert loaded["entryCount"] == 1
+            assert not stalled.done(), "a request on another session waited for this session's commit"
+            with pytest.raises(RpcError) as refused:
+                await stalled
+            assert refused.value.code == STORAGE_ERROR and refused.value.data["cluster"] == "unavailable"
+        finally:
+            for n in others:
+                cluster.start_node(n)
+            await asyncio.to_thread(cluster.wait_ready)
+        await c1.close()
+        await c2.close()
+    finally:
+        daemon.stop()

@@ -546,3 +546,29 @@ async def test_a_commit_waiting_for_the_cluster_does_not_hold_other_sessions(
         await c2.close()
     finally:
         daemon.stop()
+
+
+async def test_a_batch_over_max_payload_is_refused_precisely_and_changes_nothing(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """An append is one message (all or nothing, one order everywhere): one bigger than the
+    cluster takes is refused before anything is sent, naming the field and the limit."""
+    daemon = start_daemon(tmp_path / "d", config=config(cluster.urls, "BIG"))
+    try:
+        client = await daemon.client()
+        sid = await new_shared_session(client)
+        before = await entries_of(client, sid)
+        batch = [user("x" * 200_000) for _ in range(6)]  # ~1.2 MB of Pi lines; the default limit is 1 MB
+        with pytest.raises(RpcError) as refused:
+            await client.request("session/append", {"sessionId": sid, "entries": batch})
+        error = refused.value
+        assert error.code == -32602
+        assert error.data["field"] == "entries"
+        assert error.data["limit"] < 1024 * 1024 < error.data["size"]
+        assert f"at most {error.data['limit']:,} bytes per write" in error.message
+        assert await entries_of(client, sid) == before
+        done = await client.request("session/append", {"sessionId": sid, "entries": batch[:4]})
+        assert [e["id"] for e in await entries_of(client, sid)][-4:] == done["entryIds"]
+        await client.close()
+    finally:
+        daemon.stop()

@@ -76,6 +76,12 @@ class Link:
         future.add_done_callback(_log_failure)
 
     @property
+    def max_payload(self) -> int:
+        """The largest message the cluster takes (headers included; the servers' ``max_payload``)."""
+        assert self._nc is not None
+        return self._nc.max_payload
+
+    @property
     def js(self) -> JetStreamContext:
         assert self._js is not None
         return self._js

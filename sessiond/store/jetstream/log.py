@@ -28,7 +28,7 @@ import orjson
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 
-from ...errors import ClusterUnavailableError
+from ...errors import BatchTooLargeError, ClusterUnavailableError
 from ..remote import RemoteMoved
 from .link import Link
 
@@ -36,6 +36,11 @@ EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 WRONG_LAST_SEQUENCE = 10071
 log = logging.getLogger("sessiond.jetstream")
 """JetStream's error code for a failed ``Nats-Expected-Last-Subject-Sequence``."""
+
+
+def header_bytes(headers: dict[str, str]) -> int:
+    """What ``headers`` add to a message, counted against ``max_payload`` with the payload."""
+    return len(b"NATS/1.0\r\n\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
 
 
 def subject_token(session_id: str) -> str:
@@ -73,6 +78,9 @@ class JetStreamLog:
             EXPECTED_LAST: str(expected),
             "Nats-Msg-Id": f"{self.session_id}:{expected}:{digest}",
         }
+        limit = link.max_payload - header_bytes(headers)
+        if len(data) > limit:
+            raise BatchTooLargeError(self.session_id, len(data), limit)
         wait = link.settings.ack_wait
         deadline = time.monotonic() + wait
         maybe_stored = False

@@ -572,3 +572,39 @@ async def test_a_batch_over_max_payload_is_refused_precisely_and_changes_nothing
         await client.close()
     finally:
         daemon.stop()
+
+
+def test_reopening_reads_only_what_followed_the_replica_when_it_still_matches_the_log(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """A replica let go of is marked with the log's sequence; reopening it reads only the
+    messages after that (and gives the same file as a full read). A replica that no longer
+    matches its mark — appended to, or cut — is read in full again."""
+    from sessiond.store.jetstream.log import fetch_all  # noqa: PLC0415
+    from sessiond.store.journal import Durability  # noqa: PLC0415
+
+    with two_stores(tmp_path, cluster, "REOPEN") as (_, b, s, other):
+        path = other.path
+        assert (b.full_reads, b.tail_reads) == (1, 1)  # located (full), then opened (nothing new)
+        other.remote.close()
+        other.close()
+        for i in range(3):
+            s.append_message(user(f"later {i}")["message"])
+
+        def log_bytes() -> bytes:
+            return b"".join(fetch_all(b.link, b.subject(s.id))[0])
+
+        again = b.open(path, durability=Durability.BUFFERED)
+        assert (b.full_reads, b.tail_reads) == (1, 2)
+        assert path.read_bytes() == log_bytes() == s.path.read_bytes()
+        assert [e["id"] for e in again.entries()] == [e["id"] for e in s.entries()]
+        again.remote.close()
+        again.close()
+
+        with open(path, "ab") as f:  # a line the log does not have
+            f.write(b'{"type":"label","id":"x1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}\n')
+        third = b.open(path, durability=Durability.BUFFERED)
+        assert (b.full_reads, b.tail_reads) == (2, 2)
+        assert path.read_bytes() == log_bytes()
+        third.remote.close()
+        third.close()

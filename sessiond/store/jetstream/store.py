@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
-from ...errors import ClusterUnavailableError, SessionExistsError
+from ...errors import ClusterUnavailableError, SessiondError, SessionExistsError
 from ...filehistory.blobs import BlobStore
 from ...filehistory.shared import SharedBlobs
 from ..journal import Durability
@@ -28,7 +28,7 @@ from ..session import Session
 from .link import Link
 from .log import JetStreamLog, fetch_all, subject_token
 from .objects import ObjectBlobs
-from .replica import extend, last_id, read_mark, replace, write_mark
+from .replica import extend, last_id, mark_path, read_mark, replace, write_mark
 from .settings import JetStreamSettings
 
 NOT_SHARED = "it is not in the shared JetStream store (bring it there with `sessiond import`)"
@@ -175,6 +175,10 @@ class JetStreamStore:
         """Purge the session's subject and its metadata: no daemon finds it again (this daemon's
         trash keeps the replica)."""
         self.link.require(session_id)
+        meta = self._meta(session_id)
+        if meta is not None and type(meta.get("file")) is str:
+            with contextlib.suppress(OSError, SessiondError):  # the replica's mark goes with it
+                mark_path(ensure_within(self.sessions_dir, meta["file"])).unlink()
 
         async def purge() -> None:
             await self.link.js.purge_stream(self.settings.stream, subject=self.subject(session_id))

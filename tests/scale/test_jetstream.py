@@ -586,8 +586,7 @@ def test_reopening_reads_only_what_followed_the_replica_when_it_still_matches_th
     with two_stores(tmp_path, cluster, "REOPEN") as (_, b, s, other):
         path = other.path
         assert (b.full_reads, b.tail_reads) == (1, 1)  # located (full), then opened (nothing new)
-        other.remote.close()
-        other.close()
+        let_go(other)
         for i in range(3):
             s.append_message(user(f"later {i}")["message"])
 
@@ -598,13 +597,18 @@ def test_reopening_reads_only_what_followed_the_replica_when_it_still_matches_th
         assert (b.full_reads, b.tail_reads) == (1, 2)
         assert path.read_bytes() == log_bytes() == s.path.read_bytes()
         assert [e["id"] for e in again.entries()] == [e["id"] for e in s.entries()]
-        again.remote.close()
-        again.close()
+        let_go(again)
 
         with open(path, "ab") as f:  # a line the log does not have
             f.write(b'{"type":"label","id":"x1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}\n')
         third = b.open(path, durability=Durability.BUFFERED)
         assert (b.full_reads, b.tail_reads) == (2, 2)
         assert path.read_bytes() == log_bytes()
-        third.remote.close()
-        third.close()
+        let_go(third)
+
+
+def let_go(session: Session) -> None:
+    """What the daemon does when nobody uses a session any more: stop following it, close it."""
+    assert session.remote is not None
+    session.remote.close()
+    session.close()

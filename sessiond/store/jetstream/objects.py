@@ -18,7 +18,7 @@ from nats.js.errors import DigestMismatchError, ObjectNotFoundError
 
 from ...errors import ClusterUnavailableError
 from ...filehistory.blobs import HashingWriter
-from ...filehistory.errors import BlobCorruptError
+from ...filehistory.errors import BlobCorruptError, BlobMissingError
 from .link import Link
 
 DIGEST_PREFIX: Final = "SHA-256="
@@ -83,7 +83,7 @@ class ObjectBlobs:
         try:
             self.link.call(self.link.objects.get(sha, writeinto=cast(Any, into)), self._deadline(size))
         except ObjectNotFoundError:
-            return  # deleted meanwhile: the writer got nothing, its hash is refused
+            raise BlobMissingError(sha) from None  # deleted since its size was read
         except DigestMismatchError:
             raise BlobCorruptError(
                 sha, "the object store's copy does not match its recorded digest"

@@ -5,6 +5,11 @@
 2. **cross-daemon notification** — two real daemons on the cluster; a client appends through
    daemon A, a subscriber of daemon B times the ``entries_appended`` (append request sent ->
    B's notification received), p50/p99, against the same subscriber on daemon A.
+3. **file-history blobs** — back up a workspace (``FileHistory.track`` of every file: many
+   small files and one big one), change every file, then rewind them all (plan, undo
+   snapshot, execute) through a second history with an empty blob cache, as another daemon
+   does; the local store (one directory: the rewind runs where the backups are) against the
+   JetStream object store (R3: uploads, then downloads into the second cache).
 
 Needs the ``nats`` extra (``scripts/bootstrap dev`` installs it). Run:
 ``.venv/bin/python -m benchmarks.jetstream [--quick] [--n N]``; ``run_all`` runs it like every
@@ -15,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import Bench, Extract, Scratch, main, pct
+from sessiond.filehistory import INITIAL, Blobs, BlobStore, FileHistory, Workspace
 from sessiond.store.backend import LocalStore, StoreBackend
 from sessiond.store.jetstream.settings import JetStreamSettings
 from sessiond.store.jetstream.store import JetStreamStore
@@ -97,6 +105,42 @@ async def bench_notify(cluster: Cluster, tmp: Path, n: int) -> dict[str, dict[st
         b.stop()
 
 
+def workspace(root: Path, small: int, big_mb: int) -> list[str]:
+    root.mkdir(parents=True)
+    names = []
+    for i in range(small):
+        (root / f"f{i:03}.txt").write_bytes(os.urandom(8 * 1024).hex().encode())  # 16 KiB of text
+        names.append(f"f{i:03}.txt")
+    (root / "big.bin").write_bytes(os.urandom(big_mb << 20))
+    return [*names, "big.bin"]
+
+
+def bench_blobs(make: Callable[[str], Blobs], root: Path, small: int, big_mb: int) -> dict[str, float]:
+    """Seconds to back up every file, and to rewind them all through a fresh history."""
+    ws = root / "ws"
+    names = workspace(ws, small, big_mb)
+    size = sum((ws / n).stat().st_size for n in names)
+    history = FileHistory(make("a"), Workspace(ws))
+    t = time.perf_counter()
+    snapshots = [history.track(n) for n in names]
+    backup = time.perf_counter() - t
+    for n in names:
+        (ws / n).write_bytes(b"changed\n")
+        snapshots.append(history.track(n, phase="after"))  # the agent's own write: no conflict
+    other = FileHistory(make("b"), Workspace(ws))
+    for data in snapshots:
+        other.replay(data)
+    t = time.perf_counter()
+    plan = other.plan(INITIAL)
+    other.undo_data(plan, "undo-bench")
+    result, _ = other.execute(plan)
+    rewind = time.perf_counter() - t
+    assert all(f.status == "ok" for f in result.files), "the rewind did not restore every file"
+    assert (ws / "big.bin").stat().st_size == big_mb << 20
+    mb = size / (1 << 20)
+    return {"files": len(names), "mb": mb, "backup_s": backup, "rewind_s": rewind}
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n", type=int, default=0, help="appends per store (default 500; quick 150)")
 
@@ -122,9 +166,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 finally:
                     store.close()
             notify = asyncio.run(bench_notify(cluster, tmp, min(n, 200)))
+            small, big_mb = (50, 8) if args.quick or n < 100 else (200, 32)
+            local_blobs = tmp / "blobs-local"
+            blobs = {"local": bench_blobs(lambda _: BlobStore(local_blobs), tmp / "bl", small, big_mb)}
+            settings = JetStreamSettings(
+                servers=tuple(cluster.urls), stream="BLOBS", subject_prefix="blobs", kv_bucket="blobs"
+            )
+            store = JetStreamStore(settings, tmp / "jsb")
+            try:
+                blobs["jetstream R3"] = bench_blobs(
+                    lambda daemon: store.blobs(tmp / f"cache-{daemon}" / "s"), tmp / "bj", small, big_mb
+                )
+            finally:
+                store.close()
     finally:
         scratch.cleanup()
-    return {"appends": n, "notifications": min(n, 200), "append": rows, "notify": notify}
+    return {"appends": n, "notifications": min(n, 200), "append": rows, "notify": notify, "blobs": blobs}
 
 
 def report(res: dict[str, Any]) -> None:
@@ -140,6 +197,18 @@ def report(res: dict[str, Any]) -> None:
     print("\nnotification latency (append sent through daemon A -> entries_appended received), R3")
     for name, r in res["notify"].items():
         print(f"{name:<18} p50 {r['p50_ms']:7.2f} ms   p99 {r['p99_ms']:7.2f} ms")
+    blobs = res.get("blobs")
+    if blobs:
+        first = next(iter(blobs.values()))
+        print(
+            f"\nfile history: back up {first['files']} files ({first['mb']:.1f} MiB), then rewind them all "
+            "through a second history (JetStream: another daemon's empty cache)"
+        )
+        for name, r in blobs.items():
+            print(
+                f"{name:<18} backup {r['backup_s']:6.2f} s ({r['mb'] / r['backup_s']:6.1f} MiB/s)"
+                f"   rewind {r['rewind_s']:6.2f} s ({r['mb'] / r['rewind_s']:6.1f} MiB/s)"
+            )
 
 
 def extract(d: dict[str, Any]) -> Extract:
@@ -155,6 +224,18 @@ def extract(d: dict[str, Any]) -> Extract:
     same, other = d["notify"]["same daemon"], d["notify"]["other daemon"]
     e.add("append -> other daemon's subscriber p50", other["p50_ms"], "ms", "same daemon's", same["p50_ms"])
     e.add("append -> other daemon's subscriber p99", other["p99_ms"], "ms", "same daemon's", same["p99_ms"])
+    blobs = d.get("blobs")
+    if blobs:
+        local, shared = blobs["local"], blobs["jetstream R3"]
+        e.add("file history R3: backup", shared["backup_s"], "s", "local store", local["backup_s"])
+        e.add(
+            "file history R3: rewind on another daemon",
+            shared["rewind_s"],
+            "s",
+            "local store",
+            local["rewind_s"],
+        )
+        e.notes.append(f"file history: {local['files']} files, {local['mb']:.1f} MiB")
     return e
 
 

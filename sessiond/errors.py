@@ -86,6 +86,25 @@ class InvalidArgumentError(SessiondError):
         self.field = field
 
 
+class BatchTooLargeError(InvalidArgumentError):
+    """One write is bigger than the shared store takes in one message (JetStream's
+    ``max_payload``). An append is one message so that it commits all or nothing, once, in one
+    order for every daemon (docs/scale-out.md): it is refused rather than split."""
+
+    def __init__(self, session: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"The batch is {size:,} bytes as Pi lines; the shared session store takes at most "
+            f"{limit:,} bytes per write (the cluster's max_payload, less the headers): "
+            "send the entries in several appends",
+            field="entries",
+            sessionId=session,
+            size=size,
+            limit=limit,
+        )
+        self.size = size
+        self.limit = limit
+
+
 class EntryNotOnBranchError(SessiondError):
     """Pi's ``Entry <id> is not on the active branch``."""
 

@@ -701,6 +701,9 @@ another one (the Python and TypeScript clients do).
 
 * `session/append`: at least {least} entry and at most the server's `limits.max_entries_per_append`
   (default 1000) per batch, written at once or not at all; a longer batch is refused whole.
+  With the shared JetStream store a batch is also at most the cluster's `max_payload` (1 MB by
+  default) as Pi lines; a bigger one is refused whole with -32602 (`data.field` = `entries`,
+  `data.size`, `data.limit`), never split (docs/scale-out.md).
 * Page sizes: `session/list` takes a `limit` of {list_range} (default {list_limit.get("default")}),
   `session/entries` one of {page_range} (default {page_limit.get("default")}).
 * Session ids and entry ids: {id_range}; a session id matches {id_pattern}.

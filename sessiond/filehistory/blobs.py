@@ -7,6 +7,11 @@ snapshot entry persisted after ``put_*`` returned never names a blob a crash cou
 already present is not stored again (the temporary file is dropped).
 
 Directories are created ``0o700``: backups hold the user's file contents.
+
+:class:`Blobs` is what the file history needs of a blob store; :class:`BlobStore` (this
+module) is the local directory, :class:`~.shared.SharedBlobs` the same directory used as a
+cache in front of a store other daemons share (JetStream's object store), chosen by the
+session store's backend.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, Protocol, Self
 
 from .errors import BlobCorruptError, BlobMissingError, InvalidSnapshotError, PathRefusedError
 from .states import is_sha256
@@ -35,7 +40,7 @@ _NO_LINK_ERRNOS: Final = frozenset(
 )
 
 
-def write_all(fd: int, data: bytes | memoryview) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """``write`` until everything is written (a short write is continued)."""
     view = memoryview(data)
     while view:
@@ -66,6 +71,50 @@ def fsync_dir(directory: Path | str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Blobs(Protocol):
+    """What the file history (snapshots, diffs, rewinds, forks) needs of a blob store. Every
+    method blocks (file I/O, a cluster's round trips): callers run them in worker threads."""
+
+    def has(self, sha: str) -> bool:
+        """Whether blob ``sha`` can be read (:meth:`open` will not raise :class:`BlobMissingError`)."""
+        ...
+
+    def open(self, sha: str) -> BinaryIO:
+        """Blob ``sha`` as a file to read (a real file: ``fileno()`` works); :class:`BlobMissingError`
+        if the store does not hold it."""
+        ...
+
+    def put_fd(self, fd: int) -> tuple[str, int]:
+        """Store what can be read from ``fd``; ``(sha256, size)``. Once it returns, the blob is
+        as durable as the store makes anything (a snapshot naming it may be persisted)."""
+        ...
+
+    def put_file(
+        self, path: Path | None, *, dir_fd: int | None = None, name: str | None = None
+    ) -> tuple[str, int]: ...
+
+    def put_bytes(self, data: bytes) -> str: ...
+
+    def link_into(self, other: Self, shas: Iterable[str]) -> int:
+        """Give ``other`` (a fork's store, of the same kind) the blobs ``shas``; how many were added."""
+        ...
+
+
+class HashingWriter:
+    """A file-like sink writing to ``fd`` and hashing on the way (a download into the cache)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self.digest.update(data)
+        write_all(self.fd, data)
+        self.size += len(data)
+        return len(data)
 
 
 class BlobStore:
@@ -211,6 +260,34 @@ class BlobStore:
                 os.unlink(tmp)
             raise
         return sha
+
+    def put_from(self, sha: str, fill: Callable[[HashingWriter], None]) -> int:
+        """Store blob ``sha`` from ``fill``, which writes its bytes (in any number of calls) into
+        the writer it is given; kept only if they hash to ``sha`` (else
+        :class:`BlobCorruptError`, nothing kept). Returns the size. Like the other writes: temp
+        file, read-only, ``fsync``, rename."""
+        self.path(sha)  # a malformed id is refused before anything is created
+        tmp_fd, tmp = self._create_tmp()
+        try:
+            try:
+                sink = HashingWriter(tmp_fd)
+                fill(sink)
+                got = sink.digest.hexdigest()
+                if got != sha:
+                    raise BlobCorruptError(sha, f"the {sink.size} bytes received hash to {got}")
+                if self._present(sha, sink.size):
+                    os.unlink(tmp)
+                    return sink.size
+                os.fchmod(tmp_fd, _BLOB_MODE)
+                os.fsync(tmp_fd)
+            finally:
+                os.close(tmp_fd)
+            self._install(tmp, sha)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return sink.size
 
     def link_into(self, other: BlobStore, shas: Iterable[str]) -> int:
         """Give ``other`` (a fork's store) the blobs ``shas``: hard links, or copies where links

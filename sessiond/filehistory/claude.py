@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.claude_code import ClaudeTranscript
-from .blobs import BlobStore
+from .blobs import Blobs
 from .errors import FileHistoryError
 
 
@@ -54,9 +54,7 @@ def snapshot_records(transcript: ClaudeTranscript) -> dict[str, dict[str, Any]]:
     return out
 
 
-def checkpoint_data(
-    transcript: ClaudeTranscript, backups_dir: Path, blobs: BlobStore
-) -> list[dict[str, Any]]:
+def checkpoint_data(transcript: ClaudeTranscript, backups_dir: Path, blobs: Blobs) -> list[dict[str, Any]]:
     """One ``checkpoint`` snapshot per prompt, with the backups imported as blobs."""
     session_dir = backups_dir / (transcript.session_id or "")
     cwd = transcript.cwd
@@ -141,7 +139,7 @@ def seen_data(transcript: ClaudeTranscript) -> dict[str, Any]:
     return {"messageId": None, "kind": "update", "files": {}, "seen": seen}
 
 
-def claude_history_data(session: Any, blobs: BlobStore, config: Any) -> list[dict[str, Any]]:
+def claude_history_data(session: Any, blobs: Blobs, config: Any) -> list[dict[str, Any]]:
     """Everything to replay for a Claude Code session: its checkpoints, then what it wrote."""
     transcript: ClaudeTranscript = session.read_transcript()
     data = checkpoint_data(transcript, config.claude_file_history, blobs)

@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .blobs import BlobStore
+from .blobs import Blobs
 from .errors import BlobCorruptError, FileChangedError, FileHistoryError
 from .states import FileState, content_key
 from .workspace import Workspace
@@ -82,7 +82,7 @@ def _header(key: str, state: FileState, prefix: str) -> str:
     return "/dev/null" if state.kind == "missing" else f"{prefix}/{key.lstrip('/')}"
 
 
-def _content(key: str, state: FileState, blobs: BlobStore, workspace: Workspace) -> bytes:
+def _content(key: str, state: FileState, blobs: Blobs, workspace: Workspace) -> bytes:
     """The bytes of ``state`` (its size is known to be within the cap): from the blob store,
     else — a state just read from the disk is only hashed — from the file, checked by hash."""
     if state.kind == "missing":
@@ -148,7 +148,7 @@ def diff_states(
     key: str,
     old: FileState,
     new: FileState,
-    blobs: BlobStore,
+    blobs: Blobs,
     workspace: Workspace,
     *,
     max_bytes: int = MAX_BYTES,

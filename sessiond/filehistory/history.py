@@ -4,7 +4,7 @@ Everything it knows comes from snapshot data (the ``data`` of ``sessiond.fileSna
 entries), replayed in file order; every operation that learns something returns the data to
 persist and has already replayed it itself, so a history rebuilt from the persisted data is
 the one that produced it. It touches files only through :class:`Workspace` and
-:class:`BlobStore`.
+:class:`~.blobs.Blobs`.
 
 A rewind is three calls, and the order is the safety argument::
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
 from ..errors import InvalidArgumentError
-from .blobs import BlobStore
+from .blobs import Blobs
 from .diff import FileDiff, diff_states
 from .errors import (
     CheckpointNotFoundError,
@@ -251,7 +251,7 @@ class FileHistory:
     entries) and plans/applies rewinds. Thread-safe (one lock per history); the caller keeps
     plan -> undo_data -> persist -> execute of one rewind together."""
 
-    def __init__(self, blobs: BlobStore, workspace: Workspace) -> None:
+    def __init__(self, blobs: Blobs, workspace: Workspace) -> None:
         self.blobs = blobs
         self.workspace = workspace
         self.tracked: set[str] = set()

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, TypeAlias
 
-from .blobs import CHUNK, BlobStore, hash_fd, write_all
+from .blobs import CHUNK, Blobs, hash_fd, write_all
 from .errors import (
     BlobCorruptError,
     FileAccessError,
@@ -389,7 +389,7 @@ class Workspace:
 
     # ------------------------------------------------------------------ reading
 
-    def read_state(self, key: str, blobs: BlobStore | None) -> FileState:
+    def read_state(self, key: str, blobs: Blobs | None) -> FileState:
         """What ``key`` holds now: missing, a symlink (its target; never followed) or a regular
         file (its content stored in ``blobs`` when given, else only hashed). A directory, FIFO,
         socket or device is refused."""
@@ -432,7 +432,7 @@ class Workspace:
         return open(fd, "rb")
 
     def _read_at(
-        self, dfd: int, loc: Located, blobs: BlobStore | None
+        self, dfd: int, loc: Located, blobs: Blobs | None
     ) -> tuple[FileState, os.stat_result | None]:
         """The state of ``loc.name`` in directory ``dfd`` and the stat it was read under."""
         name = loc.name
@@ -501,7 +501,7 @@ class Workspace:
         self,
         key: str,
         target: FileState,
-        blobs: BlobStore,
+        blobs: Blobs,
         *,
         expected: FileState | None = None,
         own_link: bool = False,
@@ -598,7 +598,7 @@ class Workspace:
             raise FileChangedError(loc.key, "it was modified meanwhile")
 
     def _write_file(
-        self, dfd: int, loc: Located, target: FileState, blobs: BlobStore, checked: os.stat_result | None
+        self, dfd: int, loc: Located, target: FileState, blobs: Blobs, checked: os.stat_result | None
     ) -> None:
         assert target.blob is not None and target.mode is not None
         tmp = _tmp_name()

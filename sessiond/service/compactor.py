@@ -26,7 +26,7 @@ import logging
 import math
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,7 +55,7 @@ from ..errors import (
 from ..model import entries as E
 from ..model.js import get, key, truthy
 from ..store.journal import Durability
-from ..store.session import Session
+from ..store.session import PendingAppend, Session
 from . import compaction_settings as cs
 from . import microcompaction
 from .config import Config
@@ -290,12 +290,13 @@ class Compactor:
         prepared_leaf: Any,
         durability: str | None,
     ) -> str:
-        session = host.writer()
-        self._check_fresh(session, prepared_leaf)
-        pending = session.begin_append(
-            [spec], durability=None if durability is None else Durability(durability)
-        )
-        await host.complete(pending)
+        mode = None if durability is None else Durability(durability)
+
+        def write(session: Session) -> PendingAppend:
+            self._check_fresh(session, prepared_leaf)  # under the write order: nothing moved since
+            return session.begin_append([spec], durability=mode)
+
+        pending = await host.commit(write)
         self._preparations.pop(host.id, None)  # every earlier preparation is stale now
         return pending.entry_ids[0]
 
@@ -549,7 +550,47 @@ class Compactor:
 
     def after_append(self, host: SessionHost, entry_ids: list[str]) -> None:
         """Pi's checks after a client appended entries: recovery resets, micro-compaction,
-        overflow recovery and the threshold (docs/pi-format.md §8.1)."""
+        overflow recovery and the threshold (docs/pi-format.md §8.1).
+
+        The checks (:meth:`_policy`) yield the edits they write. A local session writes them
+        inline, as the append itself was; a shared one (JetStream) in the background, in a
+        worker thread under the host's write order, the checks going on after each commit —
+        so a cluster that is slow to acknowledge holds this session's writes, not the loop.
+        """
+        steps = self._policy(host, entry_ids)
+        if host.shared():
+            try:
+                specs = next(steps)  # the checks up to the first write run now, as they would inline
+            except StopIteration:
+                return
+            self._background(self._write_shared(host, steps, specs))
+            return
+        for_write = next(steps, None)
+        while for_write is not None:
+            try:
+                pending = host.writer().begin_append(for_write)
+            except Exception as exc:
+                for_write = _resume(steps, exc)
+                continue
+            host.announce(pending.entry_ids)
+            if pending.needs_sync:
+                self._background(anyio.to_thread.run_sync(pending.wait))
+            for_write = _resume(steps, pending)
+
+    async def _write_shared(self, host: SessionHost, steps: PolicySteps, specs: list[dict[str, Any]]) -> None:
+        """Commit the edits the checks yield, in order, each after the previous (see above)."""
+        for_write: list[dict[str, Any]] | None = specs
+        while for_write is not None:
+            try:
+                pending = await _commit(host, for_write)
+            except Exception as exc:
+                for_write = _resume(steps, exc)
+                continue
+            for_write = _resume(steps, pending)
+
+    def _policy(self, host: SessionHost, entry_ids: list[str]) -> PolicySteps:
+        """The checks of :meth:`after_append`; each ``yield`` hands over edits to write and gets
+        what was written (or the write's exception, raised at the ``yield``)."""
         session = host.session
         messages: list[tuple[Any, Any]] = []
         for entry_id in entry_ids:
@@ -571,9 +612,9 @@ class Compactor:
             return
         settings = self.settings(host.id)
         if settings.microcompact.enabled:
-            pending = microcompaction.automatic(host, settings.microcompact, messages, self.estimator)
-            if pending is not None and pending.needs_sync:
-                self._background(anyio.to_thread.run_sync(pending.wait))
+            clearing = microcompaction.automatic(host, settings.microcompact, messages, self.estimator)
+            if clearing is not None:
+                yield clearing
         if last_assistant is None or not settings.enabled:
             return
         projection = session.context()
@@ -604,14 +645,11 @@ class Compactor:
             self.recovery[host.id] = True
             specs = [{"type": E.CONTEXT_EDIT, "targetId": i, "replacement": None} for i in decision.omit]
             try:
-                pending = host.writer().begin_append(specs)
+                yield specs
             except Exception as exc:
                 self.registry.tell(host.id, ERROR, f"cannot omit the failed attempt before retrying: {exc}")
                 self.recovery.pop(host.id, None)
                 return
-            host.announce(pending.entry_ids)
-            if pending.needs_sync:
-                self._background(anyio.to_thread.run_sync(pending.wait))
         self.spawn(host, "overflow" if decision.action == "overflow" else "threshold", decision.will_retry)
 
     def _background(self, awaitable: Any) -> None:
@@ -659,3 +697,21 @@ class Compactor:
         host = await self.registry.host(session_id, user)
         mode = None if durability is None else Durability(durability)
         return await microcompaction.snip(host, from_id, to_id, dry_run, mode)
+
+
+PolicySteps = Generator[list[dict[str, Any]], PendingAppend, None]
+"""The after-append checks: they yield entry specs to write and are sent what was written."""
+
+
+async def _commit(host: SessionHost, specs: list[dict[str, Any]]) -> PendingAppend:
+    return await host.commit(lambda w: w.begin_append(specs))
+
+
+def _resume(steps: PolicySteps, outcome: PendingAppend | Exception) -> list[dict[str, Any]] | None:
+    """Hand the checks the outcome of their last write; the next edits to write, or None."""
+    try:
+        if isinstance(outcome, Exception):
+            return steps.throw(outcome)
+        return steps.send(outcome)
+    except StopIteration:
+        return None

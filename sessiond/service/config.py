@@ -60,6 +60,7 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     stream = "SESSIOND"
     subject_prefix = "sessiond.sessions"
     kv_bucket = "sessiond-sessions"
+    object_bucket = "sessiond-blobs" # file-history blobs, one object per content hash
     replicas = 3                     # copies of each entry; acknowledged once a majority has it
     ack_wait = 5.0                   # seconds an append waits for the cluster, then is refused
     connect_timeout = 5.0
@@ -353,7 +354,7 @@ def _store(data: Any) -> dict[str, Any]:
             field="store.jetstream.servers",
         )
     names: dict[str, str] = {}
-    for name in ("stream", "subject_prefix", "kv_bucket"):
+    for name in ("stream", "subject_prefix", "kv_bucket", "object_bucket"):
         value = table.get(name, getattr(defaults, name))
         allowed = "-_" + ("." if name == "subject_prefix" else "")
         if not isinstance(value, str) or not value or not all(c.isalnum() or c in allowed for c in value):

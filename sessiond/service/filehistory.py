@@ -19,11 +19,13 @@ import orjson
 from sessiond_protocol import methods as M
 
 from ..errors import CheckpointNotFoundError
-from ..filehistory import BlobStore, FileHistory, Workspace
+from ..filehistory import Blobs, BlobStore, FileHistory, Workspace, copy_blobs
+from ..filehistory.shared import Factory
 from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
 from ..model.js import get
 from ..store.journal import Durability
+from ..store.session import Session
 from .config import Config
 from .navigation import navigate, prompt_text
 from .peer import Peer
@@ -48,15 +50,24 @@ class _Open:
 
 
 class FileHistoryService:
-    def __init__(self, registry: SessionRegistry, root: Path, config: Config) -> None:
-        """``root``: where blobs and side files go (``<store>/file-history``)."""
+    def __init__(
+        self, registry: SessionRegistry, root: Path, config: Config, store_blobs: Factory = BlobStore
+    ) -> None:
+        """``root``: where blobs and side files go (``<store>/file-history``); ``store_blobs``:
+        the blobs of a session of the store (the store backend's choice: this directory, or a
+        store every daemon sharing the session reads)."""
         self.registry = registry
         self.root = root
         self.config = config
+        self.store_blobs = store_blobs
         self._open: dict[str, _Open] = {}
 
-    def blobs(self, session_id: str) -> BlobStore:
-        return BlobStore(self.root / session_id)
+    def blobs(self, session_id: str, shared: bool = True) -> Blobs:
+        """A session's blobs: the store's for a session of the store (``shared``), else this
+        daemon's directory (another agent's session, a file not in a shared store: their
+        snapshots are kept on this daemon only)."""
+        directory = self.root / session_id
+        return self.store_blobs(directory) if shared else BlobStore(directory)
 
     # ------------------------------------------------------------------ loading
 
@@ -71,7 +82,8 @@ class FileHistoryService:
     def _load(self, host: SessionHost) -> _Open:
         session = host.session
         workspace = Workspace(Path(session.cwd or "/"), self.config.file_history_roots)
-        history = FileHistory(self.blobs(host.id), workspace)
+        shared = isinstance(session, Session) and session.remote is not None
+        history = FileHistory(self.blobs(host.id, shared), workspace)
         side: Path | None = None
         if host.root is not None and host.root.format == "claude-code":
             from ..filehistory.claude import claude_history_data  # noqa: PLC0415
@@ -107,9 +119,8 @@ class FileHistoryService:
             await anyio.to_thread.run_sync(write)
             return None
         spec = {"type": E.CUSTOM, "customType": SNAPSHOT, "data": data}
-        pending = host.writer().begin_append([spec], durability=Durability.FSYNC)
-        ids = await host.complete(pending)
-        return ids[0]
+        pending = await host.commit(lambda w: w.begin_append([spec], durability=Durability.FSYNC))
+        return pending.entry_ids[0]
 
     def _publish(
         self, host: SessionHost, event: str, message_id: str | None, paths: list[str], **extra: Any
@@ -131,7 +142,7 @@ class FileHistoryService:
         shas = opened.history.referenced_blobs()
         if shas:
             target = self.blobs(forked_id)
-            await anyio.to_thread.run_sync(lambda: opened.history.blobs.link_into(target, shas))
+            await anyio.to_thread.run_sync(lambda: copy_blobs(opened.history.blobs, target, shas))
 
     async def track(
         self, user: Peer, session_id: str, path: str, message_id: str | None, phase: str

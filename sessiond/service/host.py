@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -28,6 +28,8 @@ from .hub import Hub
 from .windows import context_window
 
 log = logging.getLogger("sessiond.service")
+
+P = TypeVar("P", bound=PendingAppend | None)
 
 USAGE_FIELDS = ("used", "size", "percent", "source")
 """The fields of a ``usage_update``."""
@@ -80,6 +82,32 @@ class SessionHost:
         raise ReadOnlySessionError(self.id, f"{session.read_only} ({doing} it is not supported)")
 
     # ------------------------------------------------------------------ writing
+
+    def shared(self) -> bool:
+        """Whether the session's log is shared with other daemons (committing is a round trip)."""
+        session = self.session
+        return isinstance(session, Session) and session.remote is not None
+
+    async def commit(self, write: Callable[[Session], P]) -> P:
+        """Run ``write`` (one ``begin_*`` of the writer), then publish and complete what it wrote.
+
+        A session of the local store writes inline (microseconds, see the module's docstring).
+        A shared log (JetStream) commits in a worker thread, one write of the host at a time in
+        arrival order (``write_order``, the lock ``session/append`` takes too): a commit waiting
+        for the cluster (up to ``ack_wait`` during a leader election) holds this session's
+        writes, never the daemon's loop and the other sessions.
+        """
+        session = self.writer()
+        if session.remote is None:
+            pending = write(session)
+            if pending is not None:
+                await self.complete(pending)
+            return pending
+        async with self.write_order:
+            pending = await anyio.to_thread.run_sync(write, session)
+            if pending is not None:
+                await self.complete(pending)
+            return pending
 
     async def complete(self, pending: PendingAppend) -> list[str]:
         """Publish what ``pending`` wrote, then wait (off the loop) until it is durable.

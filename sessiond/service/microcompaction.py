@@ -19,7 +19,6 @@ from ..compaction.policy import timestamp_ms
 from ..model.js import get
 from ..model.tokens import TokenEstimator
 from ..store.journal import Durability
-from ..store.session import PendingAppend
 from .compaction_settings import MicrocompactSettings
 from .views import require_entry
 
@@ -32,8 +31,9 @@ def automatic(
     settings: MicrocompactSettings,
     messages: list[tuple[Any, Any]],
     estimator: TokenEstimator,
-) -> PendingAppend | None:
-    """Clear old tool results if an appended batch (``(entryId, role)`` pairs) triggers it."""
+) -> list[dict[str, Any]] | None:
+    """The edits clearing old tool results if an appended batch (``(entryId, role)`` pairs)
+    triggers it (the caller writes them)."""
     session = host.session
     projection = session.context()
     roles = {role for _, role in messages}
@@ -52,9 +52,7 @@ def automatic(
     clearings = micro.plan_microcompact(projection, settings.keep_recent, settings.tools, estimator)
     if not clearings:
         return None
-    pending = host.writer().begin_append(micro.microcompact_specs(clearings))
-    host.announce(pending.entry_ids)
-    return pending
+    return micro.microcompact_specs(clearings)
 
 
 async def clear_old_results(
@@ -69,8 +67,8 @@ async def clear_old_results(
     clearings = micro.plan_microcompact(host.session.context(), keep_recent, tools, estimator)
     written: list[str] = []
     if clearings and not dry_run:
-        pending = host.writer().begin_append(micro.microcompact_specs(clearings), durability=durability)
-        written = await host.complete(pending)
+        specs = micro.microcompact_specs(clearings)
+        written = (await host.commit(lambda w: w.begin_append(specs, durability=durability))).entry_ids
     return M.MicrocompactResult.model_construct(
         cleared=[
             {
@@ -95,6 +93,6 @@ async def snip(
     hidden = micro.plan_snip(session.current_branch(), session.context(), from_id, to_id)
     written: list[str] = []
     if hidden and not dry_run:
-        pending = host.writer().begin_append(micro.snip_specs(hidden), durability=durability)
-        written = await host.complete(pending)
+        specs = micro.snip_specs(hidden)
+        written = (await host.commit(lambda w: w.begin_append(specs, durability=durability))).entry_ids
     return M.SnipResult.model_construct(hidden=hidden, entryIds=written)

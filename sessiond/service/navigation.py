@@ -61,20 +61,15 @@ async def navigate(
         spec: dict[str, Any] = {"type": E.BRANCH_SUMMARY, "summary": summary}
         if summary_details is not None:
             spec["details"] = summary_details
-        pending = host.writer().begin_append([spec], parent_id=new_leaf, durability=mode)
+        pending = await host.commit(lambda w: w.begin_append([spec], parent_id=new_leaf, durability=mode))
         fields["summaryEntryId"] = pending.entry_ids[0]
-        await host.complete(pending)
     else:
-        moved = host.writer().begin_move_leaf(new_leaf, durability=mode)
+        moved = await host.commit(lambda w: w.begin_move_leaf(new_leaf, durability=mode))
         if moved is not None:
             fields["markerEntryId"] = moved.entry_ids[0]
-            await host.complete(moved)
     if label:
-        label_target = fields.get("summaryEntryId", target_id)
-        pending = host.writer().begin_append(
-            [{"type": E.LABEL, "targetId": label_target, "label": label}], durability=mode
-        )
-        await host.complete(pending)
+        label_spec = {"type": E.LABEL, "targetId": fields.get("summaryEntryId", target_id), "label": label}
+        await host.commit(lambda w: w.begin_append([label_spec], durability=mode))
     host.publish_leaf(previous)
     fields["leafId"] = session.leaf_id
     return M.NavigateResult.model_construct(**fields)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import anyio
+
 from ..errors import SessiondError
 from ..store.session import Session
 from .host import SessionHost
@@ -46,7 +48,9 @@ class Replication:
                 if host.session is not session or self.registry.hosts.get(host.id) is not host:
                     return  # closed or replaced meanwhile
                 try:
-                    entries = session.take_remote()
+                    # Usually only what the subscription delivered; after a gap, a read from
+                    # the stream (a round trip): in a worker thread, like every commit.
+                    entries = await anyio.to_thread.run_sync(session.take_remote)
                 except SessiondError as exc:
                     self.registry.tell(
                         host.id, WARNING, f"cannot follow other daemons' appends: {exc.message}"

@@ -69,7 +69,9 @@ class Service:
         self.registry = SessionRegistry(self.catalog, self.hub, self.estimator, window_for, config.durability)
         self.compactor = Compactor(self.registry, self.settings, config)
         self.follower = Follower(self.registry, self.listing, config.watch)
-        self.file_history = FileHistoryService(self.registry, self.layout.root / "file-history", config)
+        self.file_history = FileHistoryService(
+            self.registry, self.layout.root / "file-history", config, self.store.blobs
+        )
         registry = self.registry
         registry.on_open.append(self.follower.opened)
         registry.on_changed.append(lambda host: self.file_history.forget(host.id))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import SessiondError
+from ..filehistory.blobs import Blobs, BlobStore
 from .jetstream.settings import JetStreamSettings
 from .journal import Durability
 from .session import Session
@@ -53,6 +54,11 @@ class StoreBackend(Protocol):
         """Forget a session the service moved to its trash (a shared store: for every daemon)."""
         ...
 
+    def blobs(self, directory: Path) -> Blobs:
+        """The file-history blobs of one of the store's sessions (``directory``:
+        ``<store>/file-history/<sessionId>``): where every daemon serving it can read them."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -88,6 +94,9 @@ class LocalStore:
 
     def delete(self, session_id: str) -> None:
         return None  # the file in the trash was the session
+
+    def blobs(self, directory: Path) -> Blobs:
+        return BlobStore(directory)
 
     def close(self) -> None:
         return None

@@ -7,12 +7,14 @@ talks to them with the real client. Skipped when the ``nats`` extra is not insta
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,7 @@ def config(servers: list[str], stream: str, replicas: int = 3) -> str:
     return (
         '[store]\nbackend = "jetstream"\n[store.jetstream]\n'
         f'servers = [{urls}]\nstream = "{stream}"\nsubject_prefix = "t.{stream}"\n'
-        f'kv_bucket = "kv-{stream}"\nreplicas = {replicas}\nack_wait = 8.0\n'
+        f'kv_bucket = "kv-{stream}"\nobject_bucket = "obj-{stream}"\nreplicas = {replicas}\nack_wait = 8.0\n'
     )
 
 
@@ -335,49 +337,16 @@ def test_a_daemon_without_its_cluster_says_so_and_exits(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_a_session_deleted_by_another_daemon_refuses_writes_clearly(tmp_path: Path, cluster: Cluster) -> None:
-    from sessiond.errors import SessionChangedError  # noqa: PLC0415
+@contextlib.contextmanager
+def two_stores(tmp_path: Path, cluster: Cluster, name: str) -> Iterator[tuple[Any, Any, Session, Session]]:
+    """Two JetStream store backends (as two daemons hold them) on one stream, a session created
+    through the first with one entry, and the same session opened through the second."""
     from sessiond.store.backend import open_store  # noqa: PLC0415
     from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
     from sessiond.store.journal import Durability  # noqa: PLC0415
 
     settings = JetStreamSettings(
-        servers=tuple(cluster.urls), stream="DEL", subject_prefix="d", kv_bucket="del"
-    )
-    a = open_store("jetstream", tmp_path / "a", settings)
-    b = open_store("jetstream", tmp_path / "b", settings)
-    try:
-        s = a.create(
-            tmp_path / "a" / "w", "/w", session_id=None, parent_session=None, durability=Durability.BUFFERED
-        )
-        s.append_message(user("hello")["message"])
-        path = b.locate(s.id)
-        assert path is not None
-        other = b.open(path, durability=Durability.BUFFERED)
-        a.delete(s.id)
-        with pytest.raises(SessionChangedError, match="deleted or cut short"):
-            other.append_message(user("after the delete")["message"])
-        assert b.locate(s.id) is None
-    finally:
-        a.close()
-        b.close()
-
-
-def test_a_delivery_after_a_gap_is_not_applied_the_stream_is_read_instead(
-    tmp_path: Path, cluster: Cluster
-) -> None:
-    """A subscription that skipped a message (while restarting after a leader change) must not
-    leave the replica without it; and what a pull took from the subscription reaches the
-    replica even when reading the stream fails (a leader kill lost an entry that way)."""
-    import time  # noqa: PLC0415
-
-    from sessiond.store.backend import open_store  # noqa: PLC0415
-    from sessiond.store.jetstream.log import JetStreamLog  # noqa: PLC0415
-    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
-    from sessiond.store.journal import Durability  # noqa: PLC0415
-
-    settings = JetStreamSettings(
-        servers=tuple(cluster.urls), stream="GAP", subject_prefix="g", kv_bucket="gap"
+        servers=tuple(cluster.urls), stream=name, subject_prefix=name.lower(), kv_bucket=name.lower()
     )
     a = open_store("jetstream", tmp_path / "a", settings)
     b = open_store("jetstream", tmp_path / "b", settings)
@@ -388,7 +357,33 @@ def test_a_delivery_after_a_gap_is_not_applied_the_stream_is_read_instead(
         s.append_message(user("one")["message"])
         path = b.locate(s.id)
         assert path is not None
-        other = b.open(path, durability=Durability.BUFFERED)
+        yield a, b, s, b.open(path, durability=Durability.BUFFERED)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_session_deleted_by_another_daemon_refuses_writes_clearly(tmp_path: Path, cluster: Cluster) -> None:
+    from sessiond.errors import SessionChangedError  # noqa: PLC0415
+
+    with two_stores(tmp_path, cluster, "DEL") as (a, b, s, other):
+        a.delete(s.id)
+        with pytest.raises(SessionChangedError, match="deleted or cut short"):
+            other.append_message(user("after the delete")["message"])
+        assert b.locate(s.id) is None
+
+
+def test_a_delivery_after_a_gap_is_not_applied_the_stream_is_read_instead(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """A subscription that skipped a message (while restarting after a leader change) must not
+    leave the replica without it; and what a pull took from the subscription reaches the
+    replica even when reading the stream fails (a leader kill lost an entry that way)."""
+    import time  # noqa: PLC0415
+
+    from sessiond.store.jetstream.log import JetStreamLog  # noqa: PLC0415
+
+    with two_stores(tmp_path, cluster, "GAP") as (_, _, s, other):
         log = other.remote
         assert isinstance(log, JetStreamLog)
         woken: list[int] = []
@@ -414,6 +409,206 @@ def test_a_delivery_after_a_gap_is_not_applied_the_stream_is_read_instead(
         finally:
             log.link.connected.set()
         assert len(batches) == 1 and four.encode() in batches[0]
+
+
+async def test_file_history_blobs_shared_rewind_on_the_other_daemon(tmp_path: Path, cluster: Cluster) -> None:
+    """Snapshots taken through daemon A, rewound through daemon B: B fetches the blobs from the
+    object store (keyed by hash: the same content twice is stored once) and restores the files
+    byte for byte; a blob missing from the object store gives the existing precise answer."""
+    import hashlib  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    big = os.urandom(3 * 1024 * 1024 + 123)  # several object-store chunks
+    originals = {
+        "src/app.py": b"print('v0')\n",
+        "big.bin": big,
+        "copy.bin": big,  # same content: one blob
+        "empty.txt": b"",
+    }
+    for rel, data in originals.items():
+        (ws / rel).write_bytes(data)
+    a, b = two_daemons(tmp_path, cluster, "BLOBS")
+    try:
+        ca, cb = await a.client(), await b.client()
+        sid = (await ca.request("session/new", {"cwd": str(ws)}))["sessionId"]
+        prompt = (await ca.request("session/append", {"sessionId": sid, "entries": [user("edit")]}))["leafId"]
+        await ca.request("fileHistory/checkpoint", {"sessionId": sid, "messageId": prompt})
+        for rel in originals:
+            await ca.request("fileHistory/track", {"sessionId": sid, "path": rel})
+            (ws / rel).write_bytes(b"edited by the agent " + rel.encode())
+            await ca.request("fileHistory/track", {"sessionId": sid, "path": rel, "phase": "after"})
+        (ws / "new.txt").write_bytes(b"created\n")
+        await ca.request("fileHistory/track", {"sessionId": sid, "path": "new.txt", "phase": "after"})
+
+        shas = {hashlib.sha256(d).hexdigest() for d in originals.values()}
+        stored = await asyncio.to_thread(object_names, cluster, "obj-BLOBS")
+        assert sorted(stored) == sorted(shas), "each content once, named by its hash"
+
+        # B never saw the session nor its blobs.
+        assert not (b.store / "file-history" / sid).exists()
+        plan = await cb.request("fileHistory/rewind", {"sessionId": sid, "messageId": prompt, "dryRun": True})
+        assert plan["conflicts"] == 0 and plan["refused"] == 0, plan
+        done = await cb.request("fileHistory/rewind", {"sessionId": sid, "messageId": prompt})
+        assert done["conflicts"] == 0 and done["refused"] == 0, done
+        for rel, data in originals.items():
+            assert (ws / rel).read_bytes() == data, rel
+        cached = {p.name for p in (b.store / "file-history" / sid / "blobs").rglob("*") if p.is_file()}
+        assert shas - {hashlib.sha256(b"").hexdigest()} <= cached
+
+        # A blob gone from the object store (and from B's cache): the existing "missing" answer.
+        edited = b"edited again\n"
+        await ca.request("fileHistory/track", {"sessionId": sid, "path": "src/app.py"})
+        (ws / "src/app.py").write_bytes(edited)
+        await ca.request("fileHistory/track", {"sessionId": sid, "path": "src/app.py", "phase": "after"})
+        app_sha = hashlib.sha256(originals["src/app.py"]).hexdigest()
+        await asyncio.to_thread(delete_object, cluster, "obj-BLOBS", app_sha)
+        shutil.rmtree(b.store / "file-history" / sid)
+        await cb.request("session/load", {"sessionId": sid})
+        dry = await cb.request("fileHistory/rewind", {"sessionId": sid, "messageId": prompt, "dryRun": True})
+        app = next(f for f in dry["files"] if f["path"] == "src/app.py")
+        assert app["status"] == "failed" and app["reason"] == f"the backup {app_sha} is missing"
+        assert (ws / "src/app.py").read_bytes() == edited
+        await ca.close()
+        await cb.close()
     finally:
-        a.close()
-        b.close()
+        a.stop()
+        b.stop()
+
+
+def object_names(cluster: Cluster, bucket: str) -> list[str]:
+    import nats  # noqa: PLC0415 - imported after the importorskip above
+
+    async def ask() -> list[str]:
+        nc = await nats.connect(servers=cluster.urls)
+        try:
+            store = await nc.jetstream().object_store(bucket)
+            return [info.name for info in await store.list(ignore_deletes=True)]
+        finally:
+            await nc.close()
+
+    return asyncio.run(ask())
+
+
+def delete_object(cluster: Cluster, bucket: str, name: str) -> None:
+    import nats  # noqa: PLC0415 - imported after the importorskip above
+
+    async def run() -> None:
+        nc = await nats.connect(servers=cluster.urls)
+        try:
+            store = await nc.jetstream().object_store(bucket)
+            await store.delete(name)
+        finally:
+            await nc.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("write", ["navigate", "checkpoint"])
+async def test_a_commit_waiting_for_the_cluster_does_not_hold_other_sessions(
+    tmp_path: Path, cluster: Cluster, write: str
+) -> None:
+    """A leaf move (or a file-history marker) on a shared session waits for the cluster — here
+    for up to ``ack_wait``, the stream having lost its quorum — in a worker thread: a request on
+    another session of the same daemon is answered meanwhile."""
+    node = cluster.nodes[0]
+    daemon = start_daemon(tmp_path / "d", config=config([node.url], f"STALL{write.upper()}"))
+    try:
+        c1, c2 = await daemon.client(), await daemon.client()
+        s1 = await new_shared_session(c1)
+        first = (await entries_of(c1, s1))[0]["id"]
+        await c1.request("session/append", {"sessionId": s1, "entries": [user("second")]})
+        s2 = await new_shared_session(c2)
+        others = [n for n in cluster.nodes if n is not node]
+        for n in others:
+            cluster.kill_node(n)
+        try:
+            if write == "navigate":
+                params = {"sessionId": s1, "targetId": first}
+                stalled = asyncio.create_task(c1.request("tree/navigate", params))
+            else:
+                params = {"sessionId": s1, "messageId": first}
+                stalled = asyncio.create_task(c1.request("fileHistory/checkpoint", params))
+            await asyncio.sleep(0.5)
+            assert not stalled.done(), "the commit did not wait for the cluster"
+            loaded = await c2.request("session/load", {"sessionId": s2})
+            assert loaded["entryCount"] == 1
+            assert not stalled.done(), "a request on another session waited for this session's commit"
+            with pytest.raises(RpcError) as refused:
+                await stalled
+            assert refused.value.code == STORAGE_ERROR and refused.value.data["cluster"] == "unavailable"
+        finally:
+            for n in others:
+                cluster.start_node(n)
+            await asyncio.to_thread(cluster.wait_ready)
+        await c1.close()
+        await c2.close()
+    finally:
+        daemon.stop()
+
+
+async def test_a_batch_over_max_payload_is_refused_precisely_and_changes_nothing(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """An append is one message (all or nothing, one order everywhere): one bigger than the
+    cluster takes is refused before anything is sent, naming the field and the limit."""
+    daemon = start_daemon(tmp_path / "d", config=config(cluster.urls, "BIG"))
+    try:
+        client = await daemon.client()
+        sid = await new_shared_session(client)
+        before = await entries_of(client, sid)
+        batch = [user("x" * 200_000) for _ in range(6)]  # ~1.2 MB of Pi lines; the default limit is 1 MB
+        with pytest.raises(RpcError) as refused:
+            await client.request("session/append", {"sessionId": sid, "entries": batch})
+        error = refused.value
+        assert error.code == -32602
+        assert error.data["field"] == "entries"
+        assert error.data["limit"] < 1024 * 1024 < error.data["size"]
+        assert f"at most {error.data['limit']:,} bytes per write" in error.message
+        assert await entries_of(client, sid) == before
+        done = await client.request("session/append", {"sessionId": sid, "entries": batch[:4]})
+        assert [e["id"] for e in await entries_of(client, sid)][-4:] == done["entryIds"]
+        await client.close()
+    finally:
+        daemon.stop()
+
+
+def test_reopening_reads_only_what_followed_the_replica_when_it_still_matches_the_log(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    """A replica let go of is marked with the log's sequence; reopening it reads only the
+    messages after that (and gives the same file as a full read). A replica that no longer
+    matches its mark — appended to, or cut — is read in full again."""
+    from sessiond.store.jetstream.log import fetch_all  # noqa: PLC0415
+    from sessiond.store.journal import Durability  # noqa: PLC0415
+
+    with two_stores(tmp_path, cluster, "REOPEN") as (_, b, s, other):
+        path = other.path
+        assert (b.full_reads, b.tail_reads) == (1, 1)  # located (full), then opened (nothing new)
+        let_go(other)
+        for i in range(3):
+            s.append_message(user(f"later {i}")["message"])
+
+        def log_bytes() -> bytes:
+            return b"".join(fetch_all(b.link, b.subject(s.id))[0])
+
+        again = b.open(path, durability=Durability.BUFFERED)
+        assert (b.full_reads, b.tail_reads) == (1, 2)
+        assert path.read_bytes() == log_bytes() == s.path.read_bytes()
+        assert [e["id"] for e in again.entries()] == [e["id"] for e in s.entries()]
+        let_go(again)
+
+        with open(path, "ab") as f:  # a line the log does not have
+            f.write(b'{"type":"label","id":"x1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}\n')
+        third = b.open(path, durability=Durability.BUFFERED)
+        assert (b.full_reads, b.tail_reads) == (2, 2)
+        assert path.read_bytes() == log_bytes()
+        let_go(third)
+
+
+def let_go(session: Session) -> None:
+    """What the daemon does when nobody uses a session any more: stop following it, close it."""
+    assert session.remote is not None
+    session.remote.close()
+    session.close()

@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 import nats
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.api import KeyValueConfig, ObjectStoreConfig, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
+from nats.js.object_store import ObjectStore
 
 from ...errors import ClusterUnavailableError
 from .settings import JetStreamSettings
@@ -46,6 +47,7 @@ class Link:
         self._nc: NATS | None = None
         self._js: JetStreamContext | None = None
         self._kv: KeyValue | None = None
+        self._objects: ObjectStore | None = None
         self.connected = threading.Event()
         self._spawned: set[concurrent.futures.Future[Any]] = set()
         self._closing = False
@@ -74,6 +76,12 @@ class Link:
         future.add_done_callback(_log_failure)
 
     @property
+    def max_payload(self) -> int:
+        """The largest message the cluster takes (headers included; the servers' ``max_payload``)."""
+        assert self._nc is not None
+        return self._nc.max_payload
+
+    @property
     def js(self) -> JetStreamContext:
         assert self._js is not None
         return self._js
@@ -82,6 +90,12 @@ class Link:
     def kv(self) -> KeyValue:
         assert self._kv is not None
         return self._kv
+
+    @property
+    def objects(self) -> ObjectStore:
+        """The file-history blobs' bucket."""
+        assert self._objects is not None
+        return self._objects
 
     def require(self, session: str) -> None:
         """Refuse at once while the cluster is out of reach."""
@@ -136,6 +150,13 @@ class Link:
         except Exception:
             self._kv = await self._js.create_key_value(
                 KeyValueConfig(bucket=s.kv_bucket, history=1, replicas=s.replicas, storage=StorageType.FILE)
+            )
+        try:
+            self._objects = await self._js.object_store(s.object_bucket)
+        except Exception:
+            self._objects = await self._js.create_object_store(
+                s.object_bucket,
+                ObjectStoreConfig(replicas=s.replicas, storage=StorageType.FILE),
             )
 
     async def _ensure_stream(self) -> None:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import nats.errors
@@ -28,14 +29,20 @@ import orjson
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 
-from ...errors import ClusterUnavailableError
+from ...errors import BatchTooLargeError, ClusterUnavailableError
 from ..remote import RemoteMoved
 from .link import Link
+from .replica import write_mark
 
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 WRONG_LAST_SEQUENCE = 10071
 log = logging.getLogger("sessiond.jetstream")
 """JetStream's error code for a failed ``Nats-Expected-Last-Subject-Sequence``."""
+
+
+def header_bytes(headers: dict[str, str]) -> int:
+    """What ``headers`` add to a message, counted against ``max_payload`` with the payload."""
+    return len(b"NATS/1.0\r\n\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
 
 
 def subject_token(session_id: str) -> str:
@@ -46,8 +53,12 @@ def subject_token(session_id: str) -> str:
 class JetStreamLog:
     """The :class:`~sessiond.store.remote.RemoteLog` of one session."""
 
-    def __init__(self, link: Link, session_id: str, last_seq: int, file_name: str) -> None:
+    def __init__(
+        self, link: Link, session_id: str, last_seq: int, file_name: str, replica: Path | None = None
+    ) -> None:
         self.link = link
+        self.replica = replica
+        """The replica's path: marked with :attr:`last_seq` when the session lets go of it."""
         self.session_id = session_id
         self.subject = f"{link.settings.subject_prefix}.{subject_token(session_id)}"
         self.last_seq = last_seq
@@ -73,6 +84,9 @@ class JetStreamLog:
             EXPECTED_LAST: str(expected),
             "Nats-Msg-Id": f"{self.session_id}:{expected}:{digest}",
         }
+        limit = link.max_payload - header_bytes(headers)
+        if len(data) > limit:
+            raise BatchTooLargeError(self.session_id, len(data), limit)
         wait = link.settings.ack_wait
         deadline = time.monotonic() + wait
         maybe_stored = False
@@ -239,10 +253,14 @@ class JetStreamLog:
         sub, self._sub = self._sub, None
         if sub is not None and self.link.connected.is_set():
             self.link.spawn(sub.unsubscribe())
+        if self.replica is not None and self.last_seq and not self._closed.is_set():
+            write_mark(self.replica, self.last_seq)  # reopened later: only what follows is read
+        self._closed.set()
 
 
-def fetch_all(link: Link, subject: str) -> tuple[list[bytes], int]:
-    """Every message of a session's subject, in order, and the last one's sequence (0: none)."""
+def fetch_all(link: Link, subject: str, after: int = 0) -> tuple[list[bytes], int]:
+    """Every message of a session's subject (``after``: those after that sequence), in order,
+    and the last one's sequence (0: none; ``after`` when nothing follows it)."""
 
     async def read() -> tuple[list[bytes], int]:
         stream = link.settings.stream
@@ -251,9 +269,14 @@ def fetch_all(link: Link, subject: str) -> tuple[list[bytes], int]:
         except NotFoundError:
             return [], 0
         assert last.seq is not None
-        sub = await link.js.subscribe(
-            subject, ordered_consumer=True, config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
+        if last.seq <= after:
+            return [], last.seq
+        policy = (
+            ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1)
+            if after
+            else ConsumerConfig(deliver_policy=DeliverPolicy.ALL)
         )
+        sub = await link.js.subscribe(subject, ordered_consumer=True, config=policy)
         out: list[bytes] = []
         try:
             while True:

@@ -13,6 +13,8 @@ class JetStreamSettings:
     subject_prefix: str = "sessiond.sessions"
     kv_bucket: str = "sessiond-sessions"
     """Each session's metadata and leaf (listing; where to find the session's file)."""
+    object_bucket: str = "sessiond-blobs"
+    """File-history blobs (backed-up file contents), one object per content hash."""
     replicas: int = 3
     """Copies of every entry (and of the metadata); an append is acknowledged once a majority has it."""
     ack_wait: float = 5.0

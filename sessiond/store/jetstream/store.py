@@ -18,13 +18,17 @@ from typing import Any
 import orjson
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
-from ...errors import ClusterUnavailableError, SessionExistsError
+from ...errors import ClusterUnavailableError, SessiondError, SessionExistsError
+from ...filehistory.blobs import BlobStore
+from ...filehistory.shared import SharedBlobs
 from ..journal import Durability
 from ..layout import encode_cwd, ensure_within, session_file_name
 from ..listing import read_header
 from ..session import Session
 from .link import Link
 from .log import JetStreamLog, fetch_all, subject_token
+from .objects import ObjectBlobs
+from .replica import extend, last_id, mark_path, read_mark, replace, write_mark
 from .settings import JetStreamSettings
 
 NOT_SHARED = "it is not in the shared JetStream store (bring it there with `sessiond import`)"
@@ -37,6 +41,10 @@ class JetStreamStore:
         self.settings = settings
         self.sessions_dir = sessions_dir
         self.link = Link(settings)
+        self.full_reads = 0
+        """Sessions opened by reading their whole log (no usable mark), and ..."""
+        self.tail_reads = 0
+        """... by reading only what followed the replica's mark (diagnostics; tests)."""
 
     def subject(self, session_id: str) -> str:
         return f"{self.settings.subject_prefix}.{subject_token(session_id)}"
@@ -70,13 +78,46 @@ class JetStreamStore:
         if type(session_id) is not str:
             return Session.open(path, durability=durability)  # not a session: the open says why
         self.link.require(session_id)
-        batches, last = fetch_all(self.link, self.subject(session_id))
+        last = self._bring_up_to_date(path, session_id)
         if last == 0:
             return Session.open(path, durability=durability, read_only=NOT_SHARED)
-        _replace(path, b"".join(batches))
         session = Session.open(path, durability=durability)
-        session.remote = JetStreamLog(self.link, session_id, last, self._relative(path))
+        session.remote = JetStreamLog(self.link, session_id, last, self._relative(path), replica=path)
         return session
+
+    def _bring_up_to_date(self, path: Path, session_id: str) -> int:
+        """Make the replica the log: only what follows its mark when the log still holds what
+        the mark describes (:mod:`.replica`), else the whole log. The log's last sequence (0:
+        the session is not in the stream; the file is left alone)."""
+        subject = self.subject(session_id)
+        held = read_mark(path)
+        if held is not None and self._ends_with(session_id, *held):
+            batches, last = fetch_all(self.link, subject, after=held[0])
+            if batches:
+                extend(path, b"".join(batches))
+            self.tail_reads += 1
+            return last
+        batches, last = fetch_all(self.link, subject)
+        if last:
+            replace(path, b"".join(batches))
+            self.full_reads += 1
+        return last
+
+    def _ends_with(self, session_id: str, seq: int, entry_id: Any) -> bool:
+        """Whether message ``seq`` of the stream is the session's and ends with ``entry_id``."""
+        subject = self.subject(session_id)
+
+        async def get() -> Any:
+            try:
+                return await self.link.js.get_msg(self.settings.stream, seq=seq)
+            except NotFoundError:
+                return None
+
+        try:
+            msg = self.link.call(get(), self.settings.ack_wait)
+        except Exception as exc:
+            raise ClusterUnavailableError(session_id, f"cannot read the log: {exc}") from exc
+        return msg is not None and msg.subject == subject and last_id(msg.data or b"") == entry_id
 
     def adopt(self, session: Session) -> Session:
         """A fork: its log is created now if its file was written, else with its first flush."""
@@ -134,6 +175,10 @@ class JetStreamStore:
         """Purge the session's subject and its metadata: no daemon finds it again (this daemon's
         trash keeps the replica)."""
         self.link.require(session_id)
+        meta = self._meta(session_id)
+        if meta is not None and type(meta.get("file")) is str:
+            with contextlib.suppress(OSError, SessiondError):  # the replica's mark goes with it
+                mark_path(ensure_within(self.sessions_dir, meta["file"])).unlink()
 
         async def purge() -> None:
             await self.link.js.purge_stream(self.settings.stream, subject=self.subject(session_id))
@@ -144,6 +189,10 @@ class JetStreamStore:
             self.link.call(purge(), self.settings.ack_wait)
         except Exception as exc:
             raise ClusterUnavailableError(session_id, f"cannot delete it from the stream: {exc}") from exc
+
+    def blobs(self, directory: Path) -> SharedBlobs:
+        """The object store (one bucket, keyed by hash), this daemon's directory as its cache."""
+        return SharedBlobs(BlobStore(directory), ObjectBlobs(self.link, directory.name))
 
     def close(self) -> None:
         self.link.close()
@@ -188,18 +237,7 @@ class JetStreamStore:
         batches, last = fetch_all(self.link, self.subject(session_id))
         if last == 0:
             return None
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _replace(path, b"".join(batches))
+        replace(path, b"".join(batches))
+        self.full_reads += 1
+        write_mark(path, last)  # the open that follows reads nothing again
         return path
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write the replica atomically (readers see the old file or the new one)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.replica")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)

@@ -107,6 +107,19 @@ class Connection:
         self._out: deque[bytes] = deque()
         self._out_bytes = 0
         self._out_ready = asyncio.Event()
+        """Wakes the write loop: what is queued waits for a transport that is backed up (or frames
+        each message itself); otherwise :meth:`_flush` writes it from the loop directly."""
+        transport = getattr(writer, "transport", None) if self._joins else None
+        self._buffered_out: Callable[[], int] | None = getattr(transport, "get_write_buffer_size", None)
+        """How much the transport still holds (``None``: unknown, the write loop writes)."""
+        self._flush_due = False
+        """A :meth:`_flush` is scheduled for this loop tick."""
+        self._receiving = False
+        """A message is being handled by the read loop, which flushes after it."""
+        self._more_buffered: Callable[[], bool] = (
+            self._reader.buffered if isinstance(self._reader, MessageReader) else lambda: True
+        )
+        """Whether the next message's bytes already arrived (unknown: yes)."""
         self._resync: set[str] = set()
         self._dead = False
         self.daemon: Daemon | None = None
@@ -179,10 +192,47 @@ class Connection:
                 return False
             if body is None:
                 return True
-            self._receive(body)
+            self._receiving = True
+            try:
+                self._receive(body)
+            finally:
+                self._receiving = False
+            if self._out:
+                # What this message answered goes out now, unless more of a burst is already
+                # buffered: then everything its messages queue goes out in one write, this tick.
+                if self._more_buffered():
+                    self._flush_soon()
+                else:
+                    self._flush()
             if self.exited:
                 return True
         return False
+
+    def _flush_soon(self) -> None:
+        if not self._flush_due:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write everything queued in one ``write`` when the transport holds nothing more: an
+        answer or notification leaves in the tick that queued it, without waking the write loop
+        (a task step and a loop iteration per message: docs/append-path.md). A transport that is
+        backed up is the write loop's, which waits for it to drain (backpressure)."""
+        self._flush_due = False
+        out = self._out
+        if not out or self._dead:
+            return
+        buffered = self._buffered_out
+        if buffered is None or buffered():
+            self._out_ready.set()
+            return
+        data = out.popleft() if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_bytes = 0
+        try:
+            self._writer.write(data)
+        except (ConnectionError, OSError):
+            self.closed = self._dead = True
 
     async def _write_loop(self) -> None:
         writer = self._writer
@@ -370,7 +420,8 @@ class Connection:
             return False
         self._out.append(data)
         self._out_bytes += len(data)
-        self._out_ready.set()
+        if not self._receiving:
+            self._flush_soon()
         return True
 
     def _notify(self, method: str, params: Any, *, droppable: bool = False) -> bool:

@@ -69,6 +69,7 @@ from .lifecycle import (
 )
 from .sessions import (
     MAX_ENTRIES_PER_APPEND,
+    AppendEnvelope,
     AppendParams,
     AppendResult,
     ConfigureParams,
@@ -114,6 +115,7 @@ METHODS: dict[str, MethodSpec] = {
 __all__ = [
     "MAX_ENTRIES_PER_APPEND",
     "METHODS",
+    "AppendEnvelope",
     "AppendParams",
     "AppendResult",
     "BranchParams",

@@ -114,6 +114,7 @@ class Connection:
         """How much the transport still holds (``None``: unknown, the write loop writes)."""
         self._flush_due = False
         """A :meth:`_flush` is scheduled for this loop tick."""
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._receiving = False
         """A message is being handled by the read loop, which flushes after it."""
         self._more_buffered: Callable[[], bool] = (
@@ -211,7 +212,11 @@ class Connection:
     def _flush_soon(self) -> None:
         if not self._flush_due:
             self._flush_due = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            loop = self._loop
+            if loop is None:
+                # once: asyncio.get_running_loop() costs a getpid(2) per call on CPython 3.11
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         """Write everything queued in one ``write`` when the transport holds nothing more: an

@@ -2,12 +2,15 @@
 
 Bytes in are read as messages in the framing the client chose (``framing.py``) and parsed with
 orjson; requests go to the method table (``dispatch.py``) — lifecycle requests answered at
-receipt, the others as tasks of the connection's JSON-RPC engine (pygls, ``engine.py``), which
-also cancels them and carries the server's own requests to the client. Everything a client
+receipt, a buffered ``session/append`` too when nothing else of the connection is in flight,
+the others as tasks of the connection's JSON-RPC engine (pygls, ``engine.py``), which also
+cancels them and carries the server's own requests to the client. Everything a client
 can do wrong before a handler runs is answered here with its precise error: not JSON, not
 JSON-RPC, no ``initialize`` yet, an unknown method, too many requests in flight, an id still
 in use. Messages out are queued, bounded (a client that stops reading cannot grow the daemon's
-memory; it is disconnected), and written in the client's framing.
+memory; it is disconnected), and written in the client's framing: right after the message
+that queued them was handled, or at the end of the loop tick (one ``write`` for what a tick
+queued), by the write loop only while the socket is backed up.
 
 A connection ends when the client closes its side, sends ``exit`` or sends bytes that cannot be
 read as messages: the requests it sent before are answered first (``printf '...' | sessiond

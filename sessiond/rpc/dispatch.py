@@ -2,14 +2,15 @@
 
 A handler is declared for its ``sessiond_protocol`` method spec::
 
-    @HANDLERS.method("session/append")
-    async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> M.AppendResult:
+    @HANDLERS.method("session/fork")
+    async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
         ...
 
-It receives the params already validated with the spec's model (a pydantic error is answered
-INVALID_PARAMS, naming the field, before the handler runs) and — when it declares a third
-parameter — the params as sent, where the wire shape matters: entries keep their key order and
-the fields a newer Pi adds, open objects (``details``, ``replacement``) pass as they are.
+It receives the params already validated with the spec's model (its ``validated_by`` when it
+has one; a pydantic error is answered INVALID_PARAMS, naming the field, before the handler
+runs) and — when it declares a third parameter — the params as sent, where the wire shape
+matters: entries keep their key order and the fields a newer Pi adds, open objects
+(``details``, ``replacement``) pass as they are.
 Omitted versus ``null`` is ``"parentId" in p.model_fields_set``. Registration checks the
 handler's annotations against the spec (params model in, result model out), so a handler cannot
 drift from the protocol, and ``complete()`` that every spec has its handler.

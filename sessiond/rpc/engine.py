@@ -1,6 +1,7 @@
 """pygls, behind this one module: one ``JsonRPCProtocol`` per connection.
 
-pygls runs each request as a task, answers it (result, error or cancellation), cancels it on
+pygls runs each request as a task (except a ``session/append`` answered at receipt:
+:meth:`Engine.request`), answers it (result, error or cancellation), cancels it on
 ``$/cancelRequest``, and matches the client's answers to the requests the server sends it
 (``compaction/summarize``). Everything else a connection needs — both framings, limits, the
 lifecycle, backpressure, the method table — is sessiond's (``connection.py``, ``dispatch.py``).

@@ -92,14 +92,6 @@ class MessageReader:
         """End the stream from this side: the next :meth:`read` returns ``None``."""
         self._reader.feed_eof()
 
-    def buffered(self) -> bool:
-        """Whether bytes of a next message already arrived (a burst is being read): the
-        connection then batches its answers into one write (``StreamReader._buffer``, as in
-        :meth:`_header_buffered`; unknown counts as arrived, which only delays a write to the
-        end of the loop tick)."""
-        buffer = getattr(self._reader, "_buffer", None)
-        return type(buffer) is not bytearray or len(buffer) > 0 or bool(self._prefix)
-
     async def sniff(self) -> Framing | None:
         """Decide the framing from the first non-blank byte; ``None`` at end of stream."""
         while True:

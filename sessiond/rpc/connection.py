@@ -219,7 +219,8 @@ class Connection:
         if not out or self._dead:
             return
         buffered = self._buffered_out
-        if buffered is None or buffered():
+        if buffered is None or self._resync or buffered():
+            # the write loop's: it drains the transport, then tells of dropped updates
             self._out_ready.set()
             return
         data = out.popleft() if len(out) == 1 else b"".join(out)

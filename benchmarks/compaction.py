@@ -68,6 +68,7 @@ from benchmarks.harness import (
     log,
     main,
     module_command,
+    priced_usage,
 )
 from benchmarks.pi_sessions import Corpus
 from sessiond.compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction
@@ -113,21 +114,7 @@ class Workload:
         cache_write = r.randint(0, min(3000, total // 4))
         cache_read = int((total - output - cache_write) * r.uniform(0.8, 0.97))
         inp = total - output - cache_write - cache_read
-        cost = {
-            "input": round(inp * 3e-6, 6),
-            "output": round(output * 15e-6, 6),
-            "cacheRead": round(cache_read * 3e-7, 6),
-            "cacheWrite": round(cache_write * 3.75e-6, 6),
-        }
-        cost["total"] = round(sum(cost.values()), 6)
-        return {
-            "input": inp,
-            "output": output,
-            "cacheRead": cache_read,
-            "cacheWrite": cache_write,
-            "totalTokens": total,
-            "cost": cost,
-        }
+        return priced_usage(inp, output, cache_read, cache_write)  # totalTokens: the sum, = total
 
     def _assistant(
         self, content: list[dict[str, Any]], stop: str, ts: int, total: int | None = None

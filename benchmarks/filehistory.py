@@ -59,7 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Bench, Daemon, Extract, Scratch, log, main, pct
+from benchmarks.harness import Bench, Daemon, Extract, Scratch, log, main, pct, ratio, summary_ms, with_total
 from sessiond.filehistory import BlobStore, FileHistory, FileState, Workspace, hash_fd
 from sessiond_client import Client
 
@@ -71,15 +71,6 @@ Log = Callable[[str], None]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _ms(samples: list[float]) -> dict[str, float]:
-    return {
-        "p50Ms": pct(samples, 0.50) * 1e3,
-        "p99Ms": pct(samples, 0.99) * 1e3,
-        "maxMs": max(samples) * 1e3 if samples else float("nan"),
-        "n": len(samples),
-    }
 
 
 def _fsync_path(path: Path) -> None:
@@ -311,11 +302,11 @@ async def _tracking(d: Daemon, ws: Path, ref: Path, args: argparse.Namespace, lo
                 "path": f["path"],
                 "size": f["size"],
                 "edits": len(rec["before"]),
-                "before": _ms(rec["before"]),
-                "after": _ms(rec["after"]),
-                "both": _ms(rec["both"]),
-                "write": _ms(rec["write"]),
-                "copy": _ms(rec["copy"]),
+                "before": summary_ms(rec["before"]),
+                "after": summary_ms(rec["after"]),
+                "both": summary_ms(rec["both"]),
+                "write": summary_ms(rec["write"]),
+                "copy": summary_ms(rec["copy"]),
                 "beforeMBps": before_bytes / MB / sum(rec["before"]) if rec["before"] else float("nan"),
                 "copyMBps": before_bytes / MB / sum(rec["copy"]) if rec["copy"] else float("nan"),
             }
@@ -333,19 +324,19 @@ async def _tracking(d: Daemon, ws: Path, ref: Path, args: argparse.Namespace, lo
         "prompts": args.prompts,
         "files": [{k: f[k] for k in ("path", "size", "every")} for f in files],
         "rows": rows,
-        "all": {k: _ms(v) for k, v in every.items()},
+        "all": {k: summary_ms(v) for k, v in every.items()},
         "allBeforeMBps": all_before_bytes / MB / sum(every["before"]),
         "allCopyMBps": all_before_bytes / MB / sum(every["copy"]),
         "edits": len(every["both"]),
-        "checkpoint": _ms(checkpoints),
-        "checkpointCopy": _ms(checkpoint_copy),
+        "checkpoint": summary_ms(checkpoints),
+        "checkpointCopy": summary_ms(checkpoint_copy),
         "checkpointMBps": sum(checkpoint_bytes) / MB / sum(checkpoints) if checkpoints else float("nan"),
         "checkpointCopyMBps": sum(checkpoint_bytes) / MB / sum(checkpoint_copy)
         if checkpoints
         else float("nan"),
         "checkpointFiles": len(files),
-        "append": _ms(appends),
-        "answerFsync": _ms(answers),
+        "append": summary_ms(appends),
+        "answerFsync": summary_ms(answers),
         "namedBytes": named,
         "storedBytes": stats["bytes"],
         "blobs": stats["count"],
@@ -470,8 +461,8 @@ async def _rewind_rpc(d: Daemon, cwd: Path, rels: list[str], log: Log) -> dict[s
         await client.close()
     log(f"  daemon: dry run {t_dry * 1e3:.0f} ms, rewind {t_real * 1e3:.0f} ms, undo {t_undo * 1e3:.0f} ms")
     return {
-        "trackBefore": _ms(before),
-        "trackAfter": _ms(after),
+        "trackBefore": summary_ms(before),
+        "trackAfter": summary_ms(after),
         "trackBeforeTotal": sum(before),
         "trackAfterTotal": sum(after),
         "dryRunMs": t_dry * 1e3,
@@ -652,12 +643,6 @@ def bench_put(scratch: Scratch, args: argparse.Namespace, log: Log) -> dict[str,
 # --------------------------------------------------------------------------- report
 
 
-def _r(a: float, b: float) -> str:
-    if not b or b != b or a != a:
-        return "-"
-    return f"{a / b:.2f}"
-
-
 def _mbps(v: float) -> str:
     return f"{v:.1f}" if v < 10 else f"{v:.0f}"
 
@@ -698,7 +683,7 @@ def _print_tracking(t: dict[str, Any]) -> None:
         p(
             f"{name:<9}{r['edits']:>6}{r['before']['p50Ms']:>9.2f}{r['after']['p50Ms']:>9.2f}"
             f"{both['p50Ms']:>9.2f}{both['p99Ms']:>9.2f}{write['p50Ms']:>9.2f}{copy['p50Ms']:>10.2f}"
-            f"{_r(both['p50Ms'], write['p50Ms']):>7}{_r(both['p50Ms'], copy['p50Ms']):>7}"
+            f"{ratio(both['p50Ms'], write['p50Ms']):>7}{ratio(both['p50Ms'], copy['p50Ms']):>7}"
             f"{_mbps(r['beforeMBps']):>9}{_mbps(r['copyMBps']):>10}"
         )
     p("   before/after: the fileHistory/track round trips (before backs the file up; after hashes it);")
@@ -710,7 +695,7 @@ def _print_tracking(t: dict[str, Any]) -> None:
         f"   checkpoint per prompt, {t['checkpointFiles']} tracked files ({_label(t['workspaceBytes'])}): "
         f"p50 {c['p50Ms']:.1f} ms, p99 {c['p99Ms']:.1f} ms, {t['checkpointMBps']:.0f} MB/s\n"
         f"     copyfile of the same files: p50 {cc['p50Ms']:.1f} ms, {t['checkpointCopyMBps']:.0f} MB/s; "
-        f"checkpoint / copyfile x {_r(c['p50Ms'], cc['p50Ms'])}"
+        f"checkpoint / copyfile x {ratio(c['p50Ms'], cc['p50Ms'])}"
     )
     p(
         f"   floor of a track call (it appends its snapshot entry with fsync): session/append of the\n"
@@ -730,7 +715,7 @@ def _print_tracking(t: dict[str, Any]) -> None:
         f"   session file: +{growth / KB:.0f} KiB, of which {t['snapshotEntries']} snapshot entries "
         f"({kinds}) {t['snapshotBytes'] / KB:.0f} KiB\n"
         f"     = {t['snapshotBytes'] / t['prompts'] / KB:.1f} KiB per prompt, "
-        f"{_r(t['snapshotBytes'], t['conversationBytes'])}x the {t['conversationEntries']} (short, "
+        f"{ratio(t['snapshotBytes'], t['conversationBytes'])}x the {t['conversationEntries']} (short, "
         f"synthetic) conversation entries ({t['conversationBytes'] / KB:.0f} KiB)"
     )
     if "libraryProfile" in t:
@@ -762,11 +747,11 @@ def _print_rewind(r: dict[str, Any]) -> None:
         ("in-process: plan + undo_data + execute", lib["totalMs"]),
     ]
     for name, ms in rows:
-        p(f"{name:<40}{ms:>9.0f}{ms / n * 1e3:>9.0f}{_r(ms, ref):>8}{_r(ms, ref_sync):>9}")
+        p(f"{name:<40}{ms:>9.0f}{ms / n * 1e3:>9.0f}{ratio(ms, ref):>8}{ratio(ms, ref_sync):>9}")
     p(
         f"   RPC + persistence share of the rewind: {r['rewindMs'] - lib['totalMs']:.0f} ms "
-        f"(daemon / in-process x {_r(r['rewindMs'], lib['totalMs'])}); dry run / plan x "
-        f"{_r(r['dryRunMs'], lib['planMs'])}\n"
+        f"(daemon / in-process x {ratio(r['rewindMs'], lib['totalMs'])}); dry run / plan x "
+        f"{ratio(r['dryRunMs'], lib['planMs'])}\n"
         f"     the rewind's response: {r['responseBytes'] / KB:.0f} KiB of JSON; the rewind to the undo "
         f"id backs up content already stored: no new blob to fsync"
     )
@@ -784,8 +769,8 @@ def _print_put(r: dict[str, Any]) -> None:
     ref, ref_sync = rows["copyfile"]["ms"], rows["copyfileFsync"]["ms"]
     for row in rows.values():
         p(
-            f"{row['name']:<28}{row['ms']:>9.1f}{row['MBps']:>8.0f}{_r(row['ms'], ref):>8}"
-            f"{_r(row['ms'], ref_sync):>9}"
+            f"{row['name']:<28}{row['ms']:>9.1f}{row['MBps']:>8.0f}{ratio(row['ms'], ref):>8}"
+            f"{ratio(row['ms'], ref_sync):>9}"
         )
     p(f"   put_file peak traced memory (tracemalloc): {r['peakTracedBytes'] / KB:.0f} KiB")
 
@@ -843,9 +828,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-def report(res: dict[str, Any]) -> None:
-    print_report(res)
-    print(f"\n(total {res['totalSeconds']:.0f} s)")
+report = with_total(print_report)
 
 
 BENCH = Bench(

@@ -80,6 +80,43 @@ def summary(samples_s: list[float], wall_s: float) -> dict[str, float]:
     }
 
 
+def summary_ms(samples_s: list[float]) -> dict[str, float]:
+    """p50/p99/max in milliseconds and the count, for latencies given in seconds."""
+    return {
+        "p50Ms": pct(samples_s, 0.50) * 1e3,
+        "p99Ms": pct(samples_s, 0.99) * 1e3,
+        "maxMs": max(samples_s) * 1e3 if samples_s else float("nan"),
+        "n": len(samples_s),
+    }
+
+
+def ratio(a: float, b: float) -> str:
+    """``a / b`` for a report's "x" column; ``-`` when either is missing (NaN) or ``b`` is 0."""
+    if not b or b != b or a != a:
+        return "-"
+    return f"{a / b:.2f}"
+
+
+def priced_usage(inp: int, output: int, cache_read: int, cache_write: int) -> dict[str, Any]:
+    """A Pi assistant message's ``usage`` with its cost at Claude Sonnet's list prices, so that
+    generated sessions carry realistic cost fields (their sum is what Pi adds up)."""
+    cost = {
+        "input": round(inp * 3e-6, 6),
+        "output": round(output * 15e-6, 6),
+        "cacheRead": round(cache_read * 3e-7, 6),
+        "cacheWrite": round(cache_write * 3.75e-6, 6),
+    }
+    cost["total"] = round(sum(cost.values()), 6)
+    return {
+        "input": inp,
+        "output": output,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": inp + output + cache_read + cache_write,
+        "cost": cost,
+    }
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process, every thread (exited ones too): ``/proc/<pid>/stat``."""
     with open(f"/proc/{pid}/stat", "rb") as f:
@@ -561,6 +598,16 @@ class Bench:
     """It compares with Pi's own code: ``--oracle DIR`` is accepted (and passed by run_all)."""
     quick: str = "smaller inputs, fewer runs"
     """What ``--quick`` does (its help text)."""
+
+
+def with_total(print_report: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """A module's ``report``: its tables, then how long the whole run took."""
+
+    def report(res: dict[str, Any]) -> None:
+        print_report(res)
+        print(f"\n(total {res['totalSeconds']:.0f} s)")
+
+    return report
 
 
 def main(module: ModuleType, argv: list[str] | None = None) -> int:

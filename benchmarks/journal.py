@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import REPO, Bench, Extract, Goal, Scratch, log, main, pct, summary
+from benchmarks.harness import REPO, Bench, Extract, Goal, Scratch, log, main, pct, summary, with_total
 from benchmarks.pi_sessions import ensure_session
 from sessiond.formats.pi import encode_line, load_session
 from sessiond.model import entries as E
@@ -661,9 +661,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-def report(res: dict[str, Any]) -> None:
-    print_report(res)
-    print(f"\n(total {res['totalSeconds']:.0f} s)")
+report = with_total(print_report)
 
 
 def extract(d: dict[str, Any]) -> Extract:

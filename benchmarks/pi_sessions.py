@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import MIB
+from benchmarks.harness import MIB, priced_usage
 
 GEN_VERSION = 1
 """Bump when the generator changes: cached files are named with it."""
@@ -348,21 +348,7 @@ class Generator:
         cache_read = int(ctx * r.uniform(0.7, 0.98)) if r.random() < 0.9 else 0
         inp = ctx - cache_read
         write = r.randint(0, 3000)
-        cost = {
-            "input": round(inp * 3e-6, 6),
-            "output": round(output * 15e-6, 6),
-            "cacheRead": round(cache_read * 3e-7, 6),
-            "cacheWrite": round(write * 3.75e-6, 6),
-        }
-        cost["total"] = round(sum(cost.values()), 6)
-        return {
-            "input": inp,
-            "output": output,
-            "cacheRead": cache_read,
-            "cacheWrite": write,
-            "totalTokens": inp + output + cache_read + write,
-            "cost": cost,
-        }
+        return priced_usage(inp, output, cache_read, write)
 
     def assistant(self, content: list[dict[str, Any]], stop: str, extra: dict[str, Any] | None = None) -> str:
         provider, model, api = self.model

@@ -77,6 +77,9 @@ from benchmarks.harness import (
     module_command,
     pct,
     process_cpu_seconds,
+    ratio,
+    summary_ms,
+    with_total,
 )
 from sessiond.service.config import WatchConfig
 from sessiond.service.watcher import FileEvent, Watcher
@@ -102,15 +105,6 @@ GOAL_FOLLOW_FLAT = 1.5
 """Issue 16: ... and within this factor of the 0.3 MB figure (cost independent of the file's size)."""
 
 Log = Callable[[str], None]
-
-
-def _lat(samples: list[float]) -> dict[str, float]:
-    return {
-        "p50Ms": pct(samples, 0.50) * 1e3,
-        "p99Ms": pct(samples, 0.99) * 1e3,
-        "maxMs": max(samples) * 1e3 if samples else float("nan"),
-        "n": len(samples),
-    }
 
 
 async def _started(w: Watcher) -> None:
@@ -160,7 +154,7 @@ async def _latency_watcher(directory: Path, n: int, gap: tuple[float, float], po
             w.stop()
     finally:
         os.close(fd)
-    return _lat(samples), w.mode
+    return summary_ms(samples), w.mode
 
 
 async def _latency_awatch(directory: Path, n: int, gap: tuple[float, float]) -> dict[str, float] | None:
@@ -199,7 +193,7 @@ async def _latency_awatch(directory: Path, n: int, gap: tuple[float, float]) -> 
             stop.set()
     finally:
         os.close(fd)
-    return _lat(samples)
+    return summary_ms(samples)
 
 
 def bench_latency(scratch: Scratch, args: argparse.Namespace, log: Log) -> dict[str, Any]:
@@ -567,7 +561,7 @@ async def _timed_follow(
     )
     samples = [arrived[i] - written[i] for i in arrived]
     return {
-        **_lat(samples),
+        **summary_ms(samples),
         "lines": len(items),
         "expected": len(expected),
         "missing": len(expected) - len(arrived),
@@ -1117,12 +1111,6 @@ def bench_load(scratch: Scratch, args: argparse.Namespace, log: Log) -> list[dic
 # --------------------------------------------------------------------------- report
 
 
-def _r(a: float, b: float) -> str:
-    if not b or b != b or a != a:
-        return "-"
-    return f"{a / b:.2f}"
-
-
 def print_report(res: dict[str, Any]) -> None:
     p = print
     p(f"\nsessiond watcher benchmark; scratch on {res['disk']}")
@@ -1152,8 +1140,8 @@ def _print_latency(lat: dict[str, Any]) -> None:
         if r is None:
             p(f"{name:<28}{'(unavailable)':>9}")
             continue
-        x50 = _r(r["p50Ms"], ref["p50Ms"]) if ref else "-"
-        x99 = _r(r["p99Ms"], ref["p99Ms"]) if ref else "-"
+        x50 = ratio(r["p50Ms"], ref["p50Ms"]) if ref else "-"
+        x99 = ratio(r["p99Ms"], ref["p99Ms"]) if ref else "-"
         p(f"{name:<28}{r['p50Ms']:>9.1f}{r['p99Ms']:>9.1f}{r['maxMs']:>9.1f}{r['n']:>6}{x50:>7}{x99:>7}")
     p("   x = row / bare awatch (same debounce=50, step=5, rust_timeout=1000); polling: an append waits")
     p(
@@ -1185,12 +1173,12 @@ def _print_idle(idle: dict[str, Any]) -> None:
             continue
         p(
             f"{name:<22}{r['cpuMsPerSec']:>10.2f}{r['cpuMsPerSec'] / 10:>8.2f}{r['wall']:>9.1f}"
-            f"{r['batches']:>9}{_r(r['cpuMsPerSec'], base):>12}"
+            f"{r['batches']:>9}{ratio(r['cpuMsPerSec'], base):>12}"
         )
     p(
         f"   one full polling scan (stat {idle['files']} files, list {idle['dirs']} dirs): "
         f"{idle['scanMs']:.2f} ms; the same syscalls alone {idle['scanFloorMs']:.2f} ms "
-        f"(x {_r(idle['scanMs'], idle['scanFloorMs'])})"
+        f"(x {ratio(idle['scanMs'], idle['scanFloorMs'])})"
     )
 
 
@@ -1233,8 +1221,8 @@ def _print_follow(f: dict[str, Any], lat: dict[str, Any] | None) -> None:
     rows += [(k, f"synthetic Claude, {v['mb']:g} MiB") for k, v in f.get("synthetic", {}).items()]
     for key, name in rows:
         r = f[key]
-        x50 = _r(r["p50Ms"], ref["p50Ms"]) if ref else "-"
-        x99 = _r(r["p99Ms"], ref["p99Ms"]) if ref else "-"
+        x50 = ratio(r["p50Ms"], ref["p50Ms"]) if ref else "-"
+        x99 = ratio(r["p99Ms"], ref["p99Ms"]) if ref else "-"
         p(
             f"{name:<30}{r['p50Ms']:>8.1f}{r['p99Ms']:>8.1f}{r['maxMs']:>8.1f}{r['n']:>5}{r['missing']:>5}"
             f"{x50:>7}{x99:>7}{r['cpuMsPerLine']:>9.2f}{r['netMsPerLine']:>7.2f}{r['idleMsPerSec']:>6.1f}"
@@ -1280,7 +1268,7 @@ def _print_follow(f: dict[str, Any], lat: dict[str, Any] | None) -> None:
         verdict = "MET" if cpu <= GOAL_FOLLOW_CPU_MS and cpu <= GOAL_FOLLOW_FLAT * ref else "NOT MET"
         p(
             f"   goal: synthetic 50 MiB: daemon CPU per line <= {GOAL_FOLLOW_CPU_MS:g} ms and <= "
-            f"{GOAL_FOLLOW_FLAT:g}x the 0.3 MiB figure: {cpu:.2f} ms ({_r(cpu, ref)}x) {verdict}"
+            f"{GOAL_FOLLOW_FLAT:g}x the 0.3 MiB figure: {cpu:.2f} ms ({ratio(cpu, ref)}x) {verdict}"
         )
 
 
@@ -1296,7 +1284,7 @@ def _print_daemon_idle(d: dict[str, Any], idle: dict[str, Any] | None) -> None:
         r = d[key]
         p(
             f"{name:<30}{r['cpuMsPerSec']:>10.2f}{r['cpuMsPerSec'] / 10:>8.2f}{r['threads']:>9}"
-            f"{_r(r['cpuMsPerSec'], base):>7}{r['cpuMsPerSec'] - base:>8.2f}"
+            f"{ratio(r['cpuMsPerSec'], base):>7}{r['cpuMsPerSec'] - base:>8.2f}"
         )
     extra = ""
     if idle and idle.get("inotify"):
@@ -1326,8 +1314,8 @@ def _print_load(rows: list[dict[str, Any]]) -> None:
             r = row[m]
             msgs = str(r.get("messages", "-"))
             p(
-                f"  {LOAD_NAMES[m]:<32}{r['seconds'] * 1e3:>9.0f}{_r(r['seconds'], ref['seconds']):>7}"
-                f"{r['peakBytes'] / MB:>10.1f}{_r(r['peakBytes'], ref['peakBytes']):>7}"
+                f"  {LOAD_NAMES[m]:<32}{r['seconds'] * 1e3:>9.0f}{ratio(r['seconds'], ref['seconds']):>7}"
+                f"{r['peakBytes'] / MB:>10.1f}{ratio(r['peakBytes'], ref['peakBytes']):>7}"
                 f"{r['retainedBytes'] / MB:>10.1f}{r['peakBytes'] / row['bytes']:>10.2f}"
                 f"{r['records']:>9}{msgs:>7}"
             )
@@ -1405,9 +1393,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
-def report(res: dict[str, Any]) -> None:
-    print_report(res)
-    print(f"\n(total {res['totalSeconds']:.0f} s)")
+report = with_total(print_report)
 
 
 G_WATCH_P99 = Goal(

@@ -19,9 +19,11 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"store", "filehistory"}),
     frozenset({"inspection"}),
     frozenset({"service"}),
-    # Transports: the daemon serves the viewer (rpc.server -> web.server), the viewer's
-    # WebSocket transport speaks the framing's enum (web.transport -> rpc.framing).
-    frozenset({"rpc", "web"}),
+    # Transports. What both need (the framings' names, the loopback rule) is below them; the
+    # viewer (web) knows nothing of JSON-RPC; the daemon (rpc.server) starts the viewer.
+    frozenset({"net"}),
+    frozenset({"web"}),
+    frozenset({"rpc"}),
     frozenset({"cli", "cli_commands", "__main__"}),
 )
 """Bottom first: the top-level parts of ``sessiond`` (a subpackage or a module) by layer."""
@@ -83,3 +85,14 @@ def test_the_checks_see_an_upward_import_and_a_circle() -> None:
     graph["sessiond.model.tree"].add("sessiond.service.service")
     graph["sessiond.service.service"].add("sessiond.model.tree")
     assert any("sessiond.model.tree" in c for c in cycles(graph))
+
+
+def test_the_transports_depend_one_way() -> None:
+    """``rpc`` may use ``web`` (the daemon starts the viewer), never the reverse: an import of
+    the JSON-RPC framing from the viewer's transport would be an upward edge."""
+    assert layer("sessiond.net.framing") < layer("sessiond.web.transport") < layer("sessiond.rpc.server")
+    assert any(t.startswith("sessiond.web.") for t in GRAPH["sessiond.rpc.server"])
+    graph = {m: set(ts) for m, ts in GRAPH.items()}
+    graph["sessiond.web.transport"].add("sessiond.rpc.framing")
+    upward = [(m, t) for m, ts in graph.items() for t in ts if layer(t) > layer(m)]
+    assert upward == [("sessiond.web.transport", "sessiond.rpc.framing")]

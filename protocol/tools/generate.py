@@ -592,10 +592,38 @@ discriminator, `usage_update`, `session_info_update`, `$/cancel_request`).
 * **TCP**, on loopback only and only when enabled, guarded by a token read from a 0600 file.
 * **stdio**: `sessiond serve --stdio` serves one client; `sessiond connect` (what an editor
   spawns) bridges stdio to the socket and starts the daemon if none runs.
+* **WebSocket**: the session viewer's, on loopback; TCP's token rule plus browser checks
+  (below).
+
+### WebSocket
+
+The daemon's viewer listens on a loopback IP address, `ui.listen` in the configuration
+(default `127.0.0.1:0`, any free port; `sessiond serve --ui HOST:PORT` or `--ui off`). Where it
+listens is written to `ui.json` beside the socket: `{{"url", "pid", "tokenPath", "rpcPath"}}`.
+
+* `GET /rpc` upgrades to a WebSocket (RFC 6455) that carries this protocol: **one JSON-RPC
+  message per WebSocket message**, both ways, with no `Content-Length` header and no newline
+  delimiter. The server sends text messages and reads text or binary ones. Other paths serve
+  the viewer's page or answer HTTP 404.
+* **Token**: as on TCP, `initialize` must carry `authToken`, the content of the 0600 token file
+  (`tokenPath`). A request before `initialize` fails with -32002 `SERVER_NOT_INITIALIZED`. A
+  missing or wrong token is answered -32600 (`Authentication failed`) and the connection closes.
+* **Host**: the `Host` header of every HTTP request must name the listener itself (its address
+  and port; also `localhost:PORT` when that address is `127.0.0.1` or `::1`). Any other host
+  gets HTTP 421 before any upgrade, which stops DNS rebinding.
+* **Origin**: a handshake that sends `Origin` must come from the viewer's own origin,
+  `http://` + the `Host`; another origin gets HTTP 403. A client that sends no `Origin` (not a
+  browser) is let through to the token check.
+* **Refusals after the upgrade**: a message over the maximum message size closes the WebSocket
+  with close code 1009 (message too big) unread; a message that is not JSON is answered -32700
+  and the connection goes on; when the daemon's connection limit is reached, the server sends
+  one error message (`"id": null`, -32001 `OVERLOADED`) and closes. The server pings every 20 s
+  and drops a peer that does not answer within 20 s.
 
 ### Framing
 
-Two framings are accepted on every transport and sniffed from the first byte of a connection:
+Two framings are accepted on every byte-stream transport (a WebSocket needs none) and sniffed
+from the first byte of a connection:
 
 * the LSP base protocol, `Content-Length: N\\r\\n\\r\\n` followed by N bytes of JSON (the default);
 * newline-delimited JSON, one message per line (what ACP clients speak), when the first byte is `{{`.

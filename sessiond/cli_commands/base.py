@@ -199,6 +199,17 @@ def add_daemon_options(p: argparse.ArgumentParser) -> None:
     add_json_option(p)
 
 
+def add_session_command(
+    sub: Any, name: str, *, help: str, description: str | None = None, session_help: str = "the session id"
+) -> argparse.ArgumentParser:
+    """The parser of a command about one session, asked of the daemon: the daemon's options
+    and the ``SESSION`` argument, the same for every such command (and so for completion)."""
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=description)
+    add_daemon_options(p)
+    p.add_argument("session", metavar="SESSION", help=session_help)
+    return p
+
+
 def add_json_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable JSON instead of text")
 

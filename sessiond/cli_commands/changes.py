@@ -15,7 +15,7 @@ from .base import (
     EXIT_USAGE,
     CliError,
     Output,
-    add_daemon_options,
+    add_session_command,
     call,
     daemon_client,
     non_negative,
@@ -26,19 +26,19 @@ from .render import one_line, tokens
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "label",
         help="set (or with --clear remove) the label of an entry",
         description="Label an entry of a session (a bookmark shown by `tree`); --clear removes it.",
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help="the session id")
     p.add_argument("entry", metavar="ENTRY", help="the entry to label")
     p.add_argument("label", metavar="LABEL", nargs="?", help="the label text")
     p.add_argument("--clear", action="store_true", help="remove the entry's label")
     p.set_defaults(handler=runner(cmd_label))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "fork",
         help="fork a session before a user message (or with --at, clone it up to an entry)",
         description=(
@@ -47,13 +47,12 @@ def register(sub: Any) -> None:
             "the path up to and including ENTRY."
         ),
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help="the session id")
     p.add_argument("entry", metavar="ENTRY", help="the entry to fork at")
     p.add_argument("--at", action="store_true", help="clone up to and including ENTRY")
     p.set_defaults(handler=runner(cmd_fork))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "compact",
         help="compact a session now (progress bar while the summarizer works)",
         description=(
@@ -62,8 +61,6 @@ def register(sub: Any) -> None:
             "agent, else the configured command/http one, else the built-in extractive one)."
         ),
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help="the session id")
     p.add_argument("--instructions", metavar="TEXT", help="extra focus for the summary")
     p.add_argument(
         "--summarizer",

@@ -1,8 +1,9 @@
 """``export``: write any readable session as a new native Pi session in the store.
 
-Runs in this process (no daemon needed): the source is found in the roots (or given as a
-FILE) and opened read-only; the new session is a new file in the store, which a running
-daemon lists like any other. See :mod:`sessiond.store.export`.
+Runs in this process (no daemon needed): the source is found in the roots, or given as a
+FILE and sniffed as every command sniffs one (:func:`.sources.open_session_file`), and only
+read; the new session is a new file in the store, which a running daemon lists like any
+other. See :mod:`sessiond.store.export`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .base import (
     add_store_options,
     load_config,
     looks_like_file,
+    path_problem,
     runner,
 )
 
@@ -46,26 +48,17 @@ def register(sub: Any) -> None:
 
 
 def _open(target: str, config: Any) -> tuple[Any, dict[str, Any]]:
-    from ..inspection import open_agent_session  # noqa: PLC0415
     from .sources import catalog as roots_catalog  # noqa: PLC0415
+    from .sources import open_session_file  # noqa: PLC0415
 
-    catalog = roots_catalog(config)
     if looks_like_file(target) or "#" in os.path.basename(target):
         path = Path(os.path.expanduser(target))
-        root = catalog.root_of(path)
-        session = open_agent_session(path)
-        if session is not None:
-            fmt = session.diagnostics.as_json().get("format")
-            return session, {"format": fmt, "path": str(path.absolute())}
-        if not path.is_file():
-            raise CliError(f"no such file: {target}")
-        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
-
-        if is_claude_code_file(path):
-            from ..store.claude import ClaudeSession  # noqa: PLC0415
-
-            return ClaudeSession.open(path), {"format": "claude-code", "path": str(path.absolute())}
-        return catalog.open(root, path, config.durability), {"format": "pi", "path": str(path.absolute())}
+        problem = path_problem(path)
+        if problem is not None:
+            raise CliError(problem)
+        fmt, session = open_session_file(path)
+        return session, {"format": fmt, "path": str(path.absolute())}
+    catalog = roots_catalog(config)
     root, path = catalog.find(target)
     session = catalog.open(root, path, config.durability)
     return session, {"format": root.format, "root": root.name, "path": str(path)}

@@ -23,7 +23,7 @@ from .base import (
     EXIT_USAGE,
     CliError,
     Output,
-    add_daemon_options,
+    add_session_command,
     call,
     daemon_client,
     resolve_session,
@@ -43,7 +43,8 @@ STATUS_STYLES = {
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "rewind",
         help="restore the files a session changed to a checkpoint (preview, then confirm)",
         description=(
@@ -54,8 +55,6 @@ def register(sub: Any) -> None:
             "the session's cwd and roots, or through symlinks, are never written."
         ),
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help="the session id")
     p.add_argument("message", metavar="MESSAGE", help="the checkpoint's prompt entry id (or an undo id)")
     p.add_argument("--dry-run", action="store_true", help="only show the plan")
     p.add_argument("--force", action="store_true", help="also overwrite files someone else changed")

@@ -18,6 +18,7 @@ from .base import (
     EXIT_OK,
     Output,
     add_daemon_options,
+    add_session_command,
     call,
     load_config,
     non_negative,
@@ -61,7 +62,8 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="every session (no limit)")
     p.set_defaults(handler=runner(cmd_ls))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "show",
         help="the current branch as readable text (Markdown when piped)",
         description=(
@@ -69,9 +71,8 @@ def register(sub: Any) -> None:
             "summarised, tool results clipped, compaction and branch summaries marked. On a terminal "
             "it is rendered; piped (or with --markdown) it is a Markdown document."
         ),
+        session_help=SESSION_HELP,
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     p.add_argument("--leaf", metavar="ENTRY", help="show the branch ending at this entry instead")
     p.add_argument("--full", action="store_true", help="tool results and summaries unclipped")
     p.add_argument("--thinking", action="store_true", help="include thinking blocks")
@@ -79,7 +80,8 @@ def register(sub: Any) -> None:
     p.add_argument("--markdown", action="store_true", help="raw Markdown even on a terminal")
     p.set_defaults(handler=runner(cmd_show))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "tree",
         help="the whole session tree: branches, labels, the current leaf, compactions",
         description=(
@@ -87,22 +89,21 @@ def register(sub: Any) -> None:
             "level; each branch point indents its branches. The current branch is bold, the leaf "
             "marked ◀ leaf, labels shown in [brackets], compactions ⟳ and branch summaries ↳."
         ),
+        session_help=SESSION_HELP,
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     p.add_argument("--width", type=positive, default=70, metavar="N", help="preview length (default 70)")
     p.set_defaults(handler=runner(cmd_tree))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "context",
         help="what the model will see, with per-message token estimates and a total",
         description=(
             "The messages the model is sent for the current branch (after compaction and context "
             "edits), each with its token estimate, and the total."
         ),
+        session_help=SESSION_HELP,
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     p.add_argument("--leaf", metavar="ENTRY", help="the context of the branch ending at this entry")
     p.add_argument(
         "--estimator", choices=("pi", "tiktoken"), help="token estimator (default: the daemon's setting)"
@@ -111,12 +112,12 @@ def register(sub: Any) -> None:
     p.add_argument("--width", type=non_negative, default=80, metavar="N", help="preview length (default 80)")
     p.set_defaults(handler=runner(cmd_context))
 
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "usage",
         help="how full the context window is: used / size, percent and where the number comes from",
+        session_help=SESSION_HELP,
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     p.set_defaults(handler=runner(cmd_usage))
 
 

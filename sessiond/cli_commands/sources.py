@@ -94,6 +94,27 @@ class DaemonSource:
         return result
 
 
+def open_session_file(path: Path) -> tuple[str, ReadableSession]:
+    """``(format, session)`` of a session FILE, opened read-only, whatever agent wrote it.
+
+    The format is sniffed from the content, never the name or place: a Claude Code transcript,
+    else a Codex rollout or ``<data>/opencode.db#<id>``, else a Pi session (which raises
+    :class:`~sessiond.errors.NotASessionError` when it is none). Every command that takes a
+    FILE reads it here, so they agree on what a file is.
+    """
+    from ..inspection import open_agent_session  # noqa: PLC0415
+    from ..store.claude import ClaudeSession  # noqa: PLC0415
+    from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
+    from ..store.session import Session  # noqa: PLC0415
+
+    if is_claude_code_file(path):
+        return "claude-code", ClaudeSession.open(path)
+    agent = open_agent_session(path)
+    if agent is not None:
+        return str(agent.diagnostics.as_json().get("format")), agent
+    return "pi", Session.open(path, read_only=READ_ONLY_REASON)
+
+
 class FileSource:
     """A session file read in this process, answering as the daemon would."""
 
@@ -125,19 +146,9 @@ class FileSource:
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
         from ..errors import NotASessionError  # noqa: PLC0415
-        from ..store.claude import ClaudeSession  # noqa: PLC0415
-        from ..store.claude_files import is_claude_code_file  # noqa: PLC0415
-        from ..store.session import Session  # noqa: PLC0415
 
         def read() -> tuple[str, ReadableSession]:
-            from ..inspection import open_agent_session  # noqa: PLC0415
-
-            if is_claude_code_file(self.path):
-                return "claude-code", ClaudeSession.open(self.path)
-            agent = open_agent_session(self.path)
-            if agent is not None:
-                return str(agent.diagnostics.as_json().get("format")), agent
-            return "pi", Session.open(self.path, read_only=READ_ONLY_REASON)
+            return open_session_file(self.path)
 
         try:
             size = self.path.stat().st_size if self.path.is_file() else 0

@@ -10,7 +10,7 @@ from rich.text import Text
 from .base import (
     EXIT_OK,
     Output,
-    add_daemon_options,
+    add_session_command,
     call,
     daemon_client,
     non_negative,
@@ -21,7 +21,8 @@ from .render import ROLE_STYLES, message_preview, one_line, tokens, when
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_session_command(
+        sub,
         "tail",
         help="the last entries of a session; with -f, follow it live until Ctrl-C",
         description=(
@@ -31,8 +32,6 @@ def register(sub: Any) -> None:
             "one JSON object per line."
         ),
     )
-    add_daemon_options(p)
-    p.add_argument("session", metavar="SESSION", help="the session id")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing updates until Ctrl-C")
     p.add_argument(
         "-n", "--lines", type=non_negative, default=10, metavar="N", help="entries printed first (default 10)"

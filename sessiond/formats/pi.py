@@ -28,27 +28,19 @@ from ..errors import NotASessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, trim, truthy
 from ..model.js_json import JSONParseError, dumps, parse
-
-MAX_REPORTED_LINES: Final = 100
-"""How many skipped line numbers a diagnostics report lists (the counts are always exact)."""
+from .lines import LineDiagnostics
 
 
 @dataclass(slots=True)
-class LoadDiagnostics:
+class LoadDiagnostics(LineDiagnostics):
     """What the loader skipped or noticed. Nothing here stops a file from loading."""
 
     physical_lines: int = 0
     """Lines in the file, counting an unterminated last line."""
-    blank_lines: int = 0
-    unparsable_lines: int = 0
-    unparsable_line_numbers: list[int] = field(default_factory=list)
-    """1-based numbers of the first :data:`MAX_REPORTED_LINES` unparsable lines."""
     falsy_lines: int = 0
     """Lines holding ``null``, ``false``, ``0`` or ``""``: valid JSON that Pi ignores."""
     leading_junk_lines: int = 0
     """Lines before the header (blank, unparsable or ignored)."""
-    torn_tail: bool = False
-    """The file does not end with ``\\n`` (the writer appends one before its next line)."""
     torn_tail_parsed: bool = False
     """The unterminated last line still parsed (and was kept as an entry)."""
     extra_headers: int = 0
@@ -59,9 +51,7 @@ class LoadDiagnostics:
     def as_json(self) -> dict[str, Any]:
         return {
             "physicalLines": self.physical_lines,
-            "blankLines": self.blank_lines,
-            "unparsableLines": self.unparsable_lines,
-            "unparsableLineNumbers": self.unparsable_line_numbers,
+            **self.skipped_json(),
             "ignoredValueLines": self.falsy_lines,
             "leadingJunkLines": self.leading_junk_lines,
             "tornTail": self.torn_tail,
@@ -155,9 +145,7 @@ def scan_lines(
             if value is _BLANK:
                 diag.blank_lines += 1
             elif value is _JUNK:
-                diag.unparsable_lines += 1
-                if len(diag.unparsable_line_numbers) < MAX_REPORTED_LINES:
-                    diag.unparsable_line_numbers.append(number)
+                diag.skip_unparsable(number)
             else:
                 diag.falsy_lines += 1
             if not kept:

@@ -20,13 +20,9 @@ connections and never finishes a header would hold connection slots forever.
 from __future__ import annotations
 
 import asyncio
-from enum import Enum
 from typing import Protocol
 
-
-class Framing(Enum):
-    LSP = "content-length"
-    NDJSON = "ndjson"
+from ..net.framing import Framing
 
 
 class FramingError(Exception):
@@ -358,3 +354,14 @@ class MessageTap:
 
     def _lose(self) -> None:
         self.lost, self._buffer = True, b""
+
+
+__all__ = [
+    "Framing",  # defined in sessiond.net.framing (the viewer's transport names it too)
+    "FramingError",
+    "MessageReader",
+    "MessageSource",
+    "MessageTap",
+    "MessageTooLargeError",
+    "frame",
+]

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import errno
 import fcntl
-import ipaddress
 import logging
 import os
 import secrets
@@ -35,7 +34,8 @@ import orjson
 
 from sessiond_protocol.errors import ErrorCode
 
-from ..errors import InvalidArgumentError, SessiondError
+from ..errors import SessiondError
+from ..net.loopback import parse_loopback
 from ..service.config import Config, ConfigError
 from ..service.service import Service
 from .connection import Connection
@@ -148,22 +148,8 @@ def read_or_create_token(path: Path) -> str:
 
 
 def parse_tcp(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise InvalidArgumentError(f"--tcp wants HOST:PORT, got {address!r}", field="tcp")
-    host = host.strip("[]")
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        raise InvalidArgumentError(
-            f"--tcp host must be a loopback IP address, got {host!r}", field="tcp"
-        ) from None
-    if not ip.is_loopback:
-        raise InvalidArgumentError(f"--tcp only listens on loopback addresses, not {host}", field="tcp")
-    try:
-        return host, int(port)
-    except ValueError:
-        raise InvalidArgumentError(f"--tcp port must be a number, got {port!r}", field="tcp") from None
+    """``--tcp HOST:PORT``: loopback only, as the viewer (:mod:`sessiond.net.loopback`)."""
+    return parse_loopback(address, owner="--tcp", field="tcp")
 
 
 class Daemon:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessiondError
+from ..net.loopback import parse_loopback
 
 INFO_FILE = "ui.json"
 """Beside the daemon's socket: ``{url, pid, tokenPath, rpcPath}``."""
@@ -16,25 +15,7 @@ INFO_FILE = "ui.json"
 
 def parse_address(address: str) -> tuple[str, int]:
     """``HOST:PORT`` of the viewer: a loopback IP address only (port 0: any free port)."""
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise SessiondError(f"the viewer's address wants HOST:PORT, got {address!r}", field="ui.listen")
-    host = host.strip("[]")
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        raise SessiondError(
-            f"the viewer's host must be a loopback IP address, got {host!r}", field="ui.listen"
-        ) from None
-    if not ip.is_loopback:
-        raise SessiondError(f"the viewer only listens on loopback addresses, not {host}", field="ui.listen")
-    try:
-        number = int(port)
-    except ValueError:
-        raise SessiondError(f"the viewer's port must be a number, got {port!r}", field="ui.listen") from None
-    if not 0 <= number <= 65535:
-        raise SessiondError(f"the viewer's port must be 0-65535, got {number}", field="ui.listen")
-    return host, number
+    return parse_loopback(address, owner="the viewer", field="ui.listen")
 
 
 def read_info(run_dir: Path) -> dict[str, Any] | None:

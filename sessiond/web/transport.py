@@ -17,7 +17,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from ..rpc.framing import Framing
+from ..net.framing import Framing
 
 _EOF = None
 

@@ -92,3 +92,26 @@ def test_export_errors_are_precise(tmp_path: Path) -> None:
     assert not (tmp_path / "store" / "sessions").exists() or not list(
         (tmp_path / "store" / "sessions").rglob("*.jsonl")
     )
+
+
+def test_files_of_every_agent_are_sniffed_by_content_and_left_as_they_were(tmp_path: Path) -> None:
+    """A FILE argument is read as the read commands read one (Claude Code, Codex, Pi), whatever
+    its name, and the source file is never written."""
+    claude = next((FIXTURES / "claude-code" / "ccl-2.1.114").glob("*.jsonl"))
+    rollout = next(HOME.rglob("*0a.jsonl"))
+    for source, fmt in [
+        (claude, "claude-code"),
+        (rollout, "codex"),
+        (REPO / "examples" / "auth-refactor.jsonl", "pi"),
+    ]:
+        copy = tmp_path / fmt / "renamed.jsonl"  # no name or place gives the format away
+        copy.parent.mkdir()
+        shutil.copyfile(source, copy)
+        r = run(tmp_path, "--json", str(copy))
+        assert r.returncode == 0, r.stderr
+        answer = json.loads(r.stdout)
+        assert answer["source"]["format"] == fmt and answer["source"]["path"] == str(copy)
+        assert copy.read_bytes() == source.read_bytes()
+        assert Session.open(Path(answer["path"])).context().messages
+    r = run(tmp_path, str(tmp_path / "missing.jsonl"))
+    assert r.returncode == 2 and "no such file" in r.stderr

@@ -80,6 +80,11 @@ class Session:
         return history
 
 
+def statuses(result: RewindResult | RewindPlan) -> dict[str, tuple[str, str]]:
+    """Each path's (action, status) in a rewind's answer, as a client would read it."""
+    return {f["path"]: (f["action"], f["status"]) for f in result.as_json()["files"]}
+
+
 def tree(root: Path) -> Tree:
     """Every file and symlink below ``root``: kind, content (or target) and mode."""
     out: Tree = {}

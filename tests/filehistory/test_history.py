@@ -22,32 +22,7 @@ from sessiond.filehistory import (
     content_key,
 )
 
-from .helpers import Session, leftovers, tree
-
-
-@pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    d = tmp_path / "outside"
-    d.mkdir()
-    (d / "victim.txt").write_bytes(b"do not touch\n")
-    return d
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-def statuses(result: Any) -> dict[str, tuple[str, str]]:
-    return {f["path"]: (f["action"], f["status"]) for f in result.as_json()["files"]}
-
+from .helpers import Session, leftovers, statuses, tree
 
 BINARY = bytes(range(256)) * 40 + b"\0\xff\xfe"
 

@@ -13,14 +13,7 @@ import pytest
 
 from sessiond.filehistory import FileHistory, PathRefusedError, RootChangedError
 
-from .helpers import Session, leftovers, tree
-
-
-@pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    return d
+from .helpers import Session, leftovers, statuses, tree
 
 
 @pytest.fixture
@@ -31,15 +24,6 @@ def other(tmp_path: Path) -> Path:
     (d / "a.txt").write_bytes(b"someone else's a\n")
     (d / "keep.txt").write_bytes(b"keep\n")
     return d
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-def statuses(result: Any) -> dict[str, tuple[str, str]]:
-    return {f["path"]: (f["action"], f["status"]) for f in result.as_json()["files"]}
 
 
 def _edited(s: Session, cwd: Path) -> None:
@@ -225,17 +209,23 @@ def test_bad_root_identities_are_invalid_snapshots(store: Path, cwd: Path) -> No
 # ---------------------------------------------------------------------- item 7: undo of a link
 
 
-def test_undo_of_a_rewind_that_restored_a_symlink_brings_the_file_back(store: Path, cwd: Path) -> None:
-    (cwd / "real.txt").write_bytes(b"the real file\n")
+def _link_replaced_by_a_file(store: Path, cwd: Path, content: bytes) -> Session:
+    """``ln -> real.txt`` tracked and checkpointed at ``p1``; then the session replaces the link
+    with a regular file of its own holding ``content``."""
     (cwd / "ln").symlink_to("real.txt")
     s = Session(store, cwd)
     s.track("ln")
     s.checkpoint("p1")
-    # The session replaces the link with a regular file of its own.
     s.track("ln")
     (cwd / "ln").unlink()
-    (cwd / "ln").write_bytes(b"the session's own file\n")
+    (cwd / "ln").write_bytes(content)
     s.track("ln", phase="after")
+    return s
+
+
+def test_undo_of_a_rewind_that_restored_a_symlink_brings_the_file_back(store: Path, cwd: Path) -> None:
+    (cwd / "real.txt").write_bytes(b"the real file\n")
+    s = _link_replaced_by_a_file(store, cwd, b"the session's own file\n")
     after_session = tree(cwd)
 
     _, rewound = s.rewind("p1", undo_id="u1")
@@ -268,18 +258,8 @@ def test_undo_of_a_rewind_that_recreated_a_deleted_symlink_deletes_it(store: Pat
     assert not os.path.lexists(cwd / "ln")
 
 
-def test_an_undo_never_replaces_a_symlink_it_did_not_create(store: Path, cwd: Path, tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "victim.txt").write_bytes(b"do not touch\n")
-    (cwd / "ln").symlink_to("real.txt")
-    s = Session(store, cwd)
-    s.track("ln")
-    s.checkpoint("p1")
-    s.track("ln")
-    (cwd / "ln").unlink()
-    (cwd / "ln").write_bytes(b"mine\n")
-    s.track("ln", phase="after")
+def test_an_undo_never_replaces_a_symlink_it_did_not_create(store: Path, cwd: Path, outside: Path) -> None:
+    s = _link_replaced_by_a_file(store, cwd, b"mine\n")
     s.rewind("p1", undo_id="u1")
     # Someone re-points the link the rewind created: it is theirs now.
     (cwd / "ln").unlink()

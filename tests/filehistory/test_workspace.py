@@ -24,21 +24,6 @@ from .helpers import leftovers
 
 
 @pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    d = tmp_path / "proj"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    d = tmp_path / "outside"
-    d.mkdir()
-    (d / "victim.txt").write_bytes(b"do not touch\n")
-    return d
-
-
-@pytest.fixture
 def blobs(tmp_path: Path) -> BlobStore:
     return BlobStore(tmp_path / "store" / "file-history" / "s1")
 

@@ -22,8 +22,9 @@ import pytest
 
 from sessiond.store.codex import CodexSession
 from sessiond.store.opencode import OpenCodeSession, db_session_path
-from sessiond_client import Client, RpcError
+from sessiond_client import RpcError
 from sessiond_protocol import ErrorCode
+from tests.harness.replay import start_replay, updates_until
 from tests.rpc.conftest import start_daemon
 
 pytestmark = pytest.mark.anyio
@@ -32,21 +33,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 COMPACTED = next((FIXTURES / "codex" / "localpush-0.104").glob("rollout-2026-02-23T12-54-34-*.jsonl"))
 ROLLBACK = next((FIXTURES / "codex" / "synthetic-home" / "sessions").rglob("*00000000000a.jsonl"))
 REAL_DB = FIXTURES / "opencode" / "real-v1.16" / "opencode.db"
-
-REPLAY = textwrap.dedent(
-    """
-    import sys, time
-    source, target, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    lines = open(source, "rb").read().splitlines(keepends=True)[start:]
-    with open(target, "ab", buffering=0) as out:
-        for i, line in enumerate(lines):
-            if i % 7 == 3 and len(line) > 10:   # a line written in two pieces
-                out.write(line[: len(line) // 2]); time.sleep(0.02); out.write(line[len(line) // 2 :])
-            else:
-                out.write(line)
-            time.sleep(0.0005 if i % 40 else 0.03)
-    """
-)
 
 OPENCODE_WRITER = textwrap.dedent(
     """
@@ -85,15 +71,6 @@ OPENCODE_WRITER = textwrap.dedent(
 )
 
 
-async def updates_until(client: Client, sid: str, done: Any, timeout: float = 30) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    async for update in client.updates(sid, timeout=timeout):
-        seen.append(update)
-        if done(seen):
-            return seen
-    raise AssertionError("unreachable")
-
-
 def appended_ids(seen: list[dict[str, Any]]) -> list[str]:
     return [i for u in seen if u["sessionUpdate"] == "entries_appended" for i in u["entryIds"]]
 
@@ -118,7 +95,9 @@ async def follow_codex(tmp: Path, source: Path, head: int) -> None:
         loaded = await client.request("session/load", {"sessionId": sid, "subscribe": True})
         assert loaded["format"] == "codex" and loaded["readOnly"] and loaded["root"] == "codex"
         initial = [n["id"] for n in (await client.request("tree/get", {"sessionId": sid}))["nodes"]]
-        replay = subprocess.Popen([sys.executable, "-c", REPLAY, str(source), str(target), str(head)])
+        replay = start_replay(
+            source, target, head, split_pause=0.02, pause=0.0005, burst_every=40, burst_pause=0.03
+        )
         expected = [e["id"] for e in cold.entries()]
         seen = await updates_until(
             client, sid, lambda s: len(initial) + len(appended_ids(s)) >= len(expected)

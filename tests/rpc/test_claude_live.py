@@ -10,49 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessiond.store.claude import ClaudeSession
-from sessiond_client import Client, RpcError
+from sessiond_client import RpcError
 from sessiond_protocol import ErrorCode
 from tests.conftest import CLAUDE_FIXTURES
 from tests.harness.daemon import start_daemon
+from tests.harness.replay import start_replay, updates_until
 
 pytestmark = pytest.mark.anyio
 
 FIXTURES = CLAUDE_FIXTURES
 SAMPLE = FIXTURES / "ccl-2.1.114" / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
 COMPACTED = FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
-
-REPLAY = textwrap.dedent(
-    """
-    import sys, time
-    source, target, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    lines = open(source, "rb").read().splitlines(keepends=True)[start:]
-    with open(target, "ab", buffering=0) as out:
-        for i, line in enumerate(lines):
-            if i % 7 == 3 and len(line) > 10:   # a line written in two pieces
-                out.write(line[: len(line) // 2]); time.sleep(0.03); out.write(line[len(line) // 2 :])
-            else:
-                out.write(line)
-            time.sleep(0.002 if i % 5 else 0.02)
-    """
-)
-
-
-async def updates_until(client: Client, sid: str, done: Any, timeout: float = 20) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    async for update in client.updates(sid, timeout=timeout):
-        seen.append(update)
-        if done(seen):
-            return seen
-    raise AssertionError("unreachable")
 
 
 def project_dir(tmp: Path) -> Path:
@@ -126,8 +100,8 @@ async def test_a_transcript_written_live_is_followed_line_by_line(tmp_path: Path
         loaded = await client.request("session/load", {"sessionId": SAMPLE.stem, "subscribe": True})
         initial = await client.request("tree/get", {"sessionId": SAMPLE.stem})
         known = [n["id"] for n in initial["nodes"]]
-        replay = subprocess.Popen(
-            [sys.executable, "-c", REPLAY, str(SAMPLE), str(target), str(head)],
+        replay = start_replay(
+            SAMPLE, target, head, split_pause=0.03, pause=0.002, burst_every=5, burst_pause=0.02
         )
         cold = ClaudeSession.open(SAMPLE)
         expected = [e["id"] for e in cold.entries() if isinstance(e, dict)]
@@ -149,19 +123,23 @@ async def test_a_transcript_written_live_is_followed_line_by_line(tmp_path: Path
         assert [m["message"] for m in context["messages"]] == [m for _, m in cold.reconstruction.messages]
         cold_usage = int(cold.context_usage().tokens)
         if not any(u["sessionUpdate"] == "usage_update" and u["used"] == cold_usage for u in seen):
-            await updates_until(client, SAMPLE.stem, lambda s: s[-1].get("used") == cold_usage)
+            await updates_until(client, SAMPLE.stem, lambda s: s[-1].get("used") == cold_usage, timeout=20)
 
         # Rewritten in place (shorter), then replaced atomically: both are external changes.
         target.write_bytes(b"".join(lines[:40]))
         change = (
-            await updates_until(client, SAMPLE.stem, lambda s: s[-1]["sessionUpdate"] == "external_change")
+            await updates_until(
+                client, SAMPLE.stem, lambda s: s[-1]["sessionUpdate"] == "external_change", timeout=20
+            )
         )[-1]
         assert change["reason"] == "rewritten" and change["entryCount"] < change["previousEntryCount"]
         tmp = target.with_suffix(".tmp")
         tmp.write_bytes(SAMPLE.read_bytes())
         tmp.replace(target)
         change = (
-            await updates_until(client, SAMPLE.stem, lambda s: s[-1]["sessionUpdate"] == "external_change")
+            await updates_until(
+                client, SAMPLE.stem, lambda s: s[-1]["sessionUpdate"] == "external_change", timeout=20
+            )
         )[-1]
         assert change["reason"] == "replaced" and change["leafId"] == cold.leaf_id
         await client.close()

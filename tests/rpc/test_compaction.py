@@ -21,26 +21,15 @@ import pytest
 from sessiond.compaction.micro import PLACEHOLDER
 from sessiond.compaction.policy import OVERFLOW_FAILED
 from sessiond_client import Client, RpcError
-from sessiond_protocol import METHODS, ErrorCode
+from sessiond_protocol import ErrorCode
 from tests.builders import assistant, tool_result, user
+from tests.harness.calls import call, msg
 from tests.harness.daemon import Daemon, start_daemon
 from tests.service.fake_model import FakeModel, Reply, completion
 
 pytestmark = pytest.mark.anyio
 
 OVERFLOW = "prompt is too long: 213462 tokens > 200000 maximum"
-
-
-def msg(message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "message", "message": message}
-
-
-async def call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    result = await client.request(method, params)
-    spec = METHODS[method]
-    if spec.result is not None:
-        spec.result.model_validate(result)
-    return result
 
 
 def lines(path: str) -> list[dict[str, Any]]:

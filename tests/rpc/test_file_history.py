@@ -7,28 +7,20 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sessiond_client import Client, RpcError
-from sessiond_protocol import METHODS, ErrorCode
+from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import CLAUDE_FIXTURES
+from tests.harness.calls import call
 from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
 
 CLAUDE_SAMPLE = CLAUDE_FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 CLAUDE_CWD = "/home/USER/projects/spotter-worktrees/spotter-4te"
-
-
-async def call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    result = await client.request(method, params)
-    spec = METHODS[method]
-    if spec.result is not None:
-        spec.result.model_validate(result)
-    return result
 
 
 class Agent:
@@ -75,6 +67,15 @@ def snapshot(ws: Path) -> dict[str, tuple[bytes, int]]:
         if p.is_file() and not p.is_symlink():
             out[str(p.relative_to(ws))] = (p.read_bytes(), p.stat().st_mode & 0o7777)
     return out
+
+
+def workspace(tmp: Path, files: dict[str, str] | None = None) -> Path:
+    """``<tmp>/ws``, the agent's working directory, holding ``files`` (name -> text)."""
+    ws = tmp / "ws"
+    ws.mkdir()
+    for name, text in (files or {}).items():
+        (ws / name).write_text(text)
+    return ws
 
 
 async def new_agent(client: Client, ws: Path) -> Agent:
@@ -139,9 +140,7 @@ _STATE_KINDS = {"file", "symlink", "missing"}
 
 async def test_track_reports_a_file_state_and_whether_it_backed_it_up(daemon: Daemon, tmp_path: Path) -> None:
     """SPEC: ``state`` is a file state (file, symlink, missing) — never an internal record."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("v0\n")
+    ws = workspace(tmp_path, {"a.txt": "v0\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     await agent.prompt("edit a.txt")
@@ -171,9 +170,7 @@ async def test_track_reports_a_file_state_and_whether_it_backed_it_up(daemon: Da
 async def test_diff_of_a_file_that_cannot_be_read_says_unknown_not_unchanged(
     daemon: Daemon, tmp_path: Path
 ) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("v0\n")
+    ws = workspace(tmp_path, {"a.txt": "v0\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     p1 = await agent.prompt("edit a.txt")
@@ -195,9 +192,7 @@ def _umask() -> int:
 
 
 async def test_rewinding_one_session_never_reverts_anothers_edit(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "shared.py").write_text("base\n")
+    ws = workspace(tmp_path, {"shared.py": "base\n"})
     client = await daemon.client()
     a = await new_agent(client, ws)
     b = await new_agent(client, ws)
@@ -215,8 +210,7 @@ async def test_rewinding_one_session_never_reverts_anothers_edit(daemon: Daemon,
 
 
 async def test_paths_outside_the_workspace_are_refused(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("keep\n")
@@ -234,8 +228,7 @@ async def test_paths_outside_the_workspace_are_refused(daemon: Daemon, tmp_path:
 
 
 async def test_rewind_with_conversation_moves_the_leaf_and_notifies(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     client = await daemon.client()
     agent = await new_agent(client, ws)
     first = await agent.prompt("first")
@@ -262,9 +255,7 @@ async def test_rewind_with_conversation_moves_the_leaf_and_notifies(daemon: Daem
 
 
 async def test_a_fork_can_rewind_its_history(daemon: Daemon, tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "f.txt").write_text("original\n")
+    ws = workspace(tmp_path, {"f.txt": "original\n"})
     client = await daemon.client()
     agent = await new_agent(client, ws)
     p1 = await agent.prompt("change it")
@@ -296,9 +287,7 @@ async def test_a_workspace_replaced_by_a_symlink_is_refused_and_nothing_written(
     daemon: Daemon, tmp_path: Path
 ) -> None:
     """Issue 14 item 6: the rewind must not follow the session's swapped directory elsewhere."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("a0\n")
+    ws = workspace(tmp_path, {"a.txt": "a0\n"})
     other = tmp_path / "other"
     other.mkdir()
     (other / "a.txt").write_text("not yours\n")
@@ -327,9 +316,7 @@ async def test_a_workspace_replaced_by_a_symlink_is_refused_and_nothing_written(
 async def test_undo_of_a_rewind_that_restored_a_symlink(daemon: Daemon, tmp_path: Path) -> None:
     """Issue 14 item 7: the session had replaced a link by a file; rewind restores the link, and
     its undo brings the session's file back."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "real.txt").write_text("real\n")
+    ws = workspace(tmp_path, {"real.txt": "real\n"})
     (ws / "ln").symlink_to("real.txt")
     client = await daemon.client()
     agent = await new_agent(client, ws)
@@ -351,8 +338,7 @@ async def test_undo_of_a_rewind_that_restored_a_symlink(daemon: Daemon, tmp_path
 
 def _claude_workspace(tmp_path: Path) -> tuple[Path, Path, str]:
     """The 2.1.39 fixture moved to a temp workspace, with synthetic backups named by the real rule."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = workspace(tmp_path)
     text = CLAUDE_SAMPLE.read_text().replace(CLAUDE_CWD, str(ws))
     records = [json.loads(line) for line in text.splitlines() if line.strip()]
     sid = CLAUDE_SAMPLE.stem

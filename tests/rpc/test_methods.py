@@ -11,22 +11,10 @@ import pytest
 from sessiond_client import Client, RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
+from tests.harness.calls import append_entries, call, msg
 from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
-
-
-def msg(message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "message", "message": message}
-
-
-async def call(client: Client, method: str, params: dict[str, Any]) -> Any:
-    """A request whose result must validate against the method's result model."""
-    result = await client.request(method, params)
-    spec = METHODS[method]
-    if spec.result is not None:
-        spec.result.model_validate(result)
-    return result
 
 
 async def new_session(client: Client, **kw: Any) -> str:
@@ -184,11 +172,7 @@ async def test_append_options_and_errors(client: Client) -> None:
 
 async def test_entries_paging(client: Client) -> None:
     sid = await new_session(client)
-    ids = (
-        await call(
-            client, "session/append", {"sessionId": sid, "entries": [msg(user(f"m{i}")) for i in range(7)]}
-        )
-    )["entryIds"]
+    ids = await append_entries(client, sid, *(msg(user(f"m{i}")) for i in range(7)))
     page = await call(client, "session/entries", {"sessionId": sid, "limit": 3})
     assert [e["id"] for e in page["entries"]] == ids[:3] and page["nextOffset"] == 3 and page["total"] == 7
     page = await call(
@@ -201,21 +185,9 @@ async def test_entries_paging(client: Client) -> None:
 
 async def test_tree_branch_navigate_label(client: Client) -> None:
     sid = await new_session(client, subscribe=True)
-    u1, a1, u2, a2 = (
-        await call(
-            client,
-            "session/append",
-            {
-                "sessionId": sid,
-                "entries": [
-                    msg(user("one")),
-                    msg(assistant("a1")),
-                    msg(user("two")),
-                    msg(assistant("a2")),
-                ],
-            },
-        )
-    )["entryIds"]
+    u1, a1, u2, a2 = await append_entries(
+        client, sid, msg(user("one")), msg(assistant("a1")), msg(user("two")), msg(assistant("a2"))
+    )
     nav = await call(client, "tree/navigate", {"sessionId": sid, "targetId": u2, "summary": "tried two"})
     assert nav["editorText"] == "two" and nav["summaryEntryId"] == nav["leafId"]
     tree = await call(client, "tree/get", {"sessionId": sid})
@@ -242,19 +214,7 @@ async def test_tree_branch_navigate_label(client: Client) -> None:
 
 async def test_context_get_and_edit(client: Client) -> None:
     sid = await new_session(client)
-    u, a = (
-        await call(
-            client,
-            "session/append",
-            {
-                "sessionId": sid,
-                "entries": [
-                    msg(user("question")),
-                    msg(assistant("answer")),
-                ],
-            },
-        )
-    )["entryIds"]
+    u, a = await append_entries(client, sid, msg(user("question")), msg(assistant("answer")))
     ctx = await call(client, "context/get", {"sessionId": sid})
     assert [m["entryId"] for m in ctx["messages"]] == [u, a] and ctx["entryIds"] == [u, a]
     await call(client, "context/edit", {"sessionId": sid, "targetId": a, "replacement": {"content": "short"}})
@@ -270,20 +230,7 @@ async def test_context_get_and_edit(client: Client) -> None:
 
 async def test_set_name_fork_delete_close(client: Client, daemon: Daemon) -> None:
     sid = await new_session(client, subscribe=True)
-    u1, a1, u2 = (
-        await call(
-            client,
-            "session/append",
-            {
-                "sessionId": sid,
-                "entries": [
-                    msg(user("one")),
-                    msg(assistant("a")),
-                    msg(user("two")),
-                ],
-            },
-        )
-    )["entryIds"]
+    u1, a1, u2 = await append_entries(client, sid, msg(user("one")), msg(assistant("a")), msg(user("two")))
     named = await call(client, "session/setName", {"sessionId": sid, "name": "  My\nsession "})
     assert named["name"] == "My session"
     forked = await call(client, "session/fork", {"sessionId": sid, "entryId": u2, "position": "before"})
@@ -378,11 +325,7 @@ async def test_domain_error_codes(client: Client, daemon: Daemon) -> None:
     with pytest.raises(RpcError) as exc:
         await client.request("session/fork", {"sessionId": sid, "entryId": mc, "position": "at"})
     assert exc.value.code == ErrorCode.NOT_SAVED
-    u1, a1 = (
-        await call(
-            client, "session/append", {"sessionId": sid, "entries": [msg(user("one")), msg(assistant("a"))]}
-        )
-    )["entryIds"]
+    u1, a1 = await append_entries(client, sid, msg(user("one")), msg(assistant("a")))
     with pytest.raises(RpcError) as exc:
         await client.request("context/edit", {"sessionId": sid, "targetId": mc, "replacement": None})
     assert exc.value.code == ErrorCode.NOT_EDITABLE

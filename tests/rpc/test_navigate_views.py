@@ -13,8 +13,9 @@ import pytest
 
 from sessiond_client import RpcError
 from sessiond_protocol import ErrorCode
+from tests.harness.calls import call
 from tests.rpc.conftest import Daemon
-from tests.rpc.test_compaction import call, session_with_turns, turn
+from tests.rpc.test_compaction import session_with_turns, turn
 
 pytestmark = pytest.mark.anyio
 

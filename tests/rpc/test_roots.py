@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from sessiond_client import RpcError
-from sessiond_protocol import METHODS, ErrorCode
+from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
 from tests.conftest import PI_FIXTURES
+from tests.harness.calls import call
 from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
@@ -49,14 +50,6 @@ def pi_session(agent_dir: Path, session_id: str = "pi-own-1") -> Path:
     ]
     path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
     return path
-
-
-async def call(client: Any, method: str, params: dict[str, Any]) -> Any:
-    result = await client.request(method, params)
-    spec = METHODS[method]
-    if spec.result is not None:
-        spec.result.model_validate(result)
-    return result
 
 
 async def test_pi_sessions_are_listed_and_read_only(tmp_path: Path) -> None:

@@ -112,6 +112,12 @@ def kinds(events: list[FileEvent]) -> list[tuple[str, str]]:
     return [(e.kind, e.path.name) for e in events]
 
 
+async def grows_alone(rec: Recorder, path: Path) -> None:
+    """Append a line to ``path``: the watcher reports its growth and nothing else meanwhile."""
+    size = append(path, b"{}\n")
+    assert kinds(await rec.until(grown_to(path, size))) == [("grown", path.name)]
+
+
 @pytest.fixture
 def session_dir(tmp_path: Path) -> Path:
     d = tmp_path / "sessions"
@@ -194,8 +200,7 @@ async def test_delete_and_create(mode: str, session_dir: Path) -> None:
         n.write_bytes(b"{}\n{}\n")
         (session_dir / "notes.txt").write_text("not a session")
         assert await rec.next() == [FileEvent("created", n, 6, n.stat().st_ino, None)]
-        size = append(n, b"{}\n")
-        assert kinds(await rec.until(grown_to(n, size))) == [("grown", "n.jsonl")]
+        await grows_alone(rec, n)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -206,8 +211,7 @@ async def test_temp_file_appearing_and_vanishing_is_ignored(mode: str, session_d
         t = session_dir / "tmp123.jsonl"
         t.write_bytes(b"{}\n")
         t.unlink()
-        size = append(s, b"{}\n")
-        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        await grows_alone(rec, s)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -284,8 +288,7 @@ async def test_track_with_an_older_state_reports_the_difference(mode: str, tmp_p
         w.track(s, 3, s.stat().st_ino)  # what the daemon read; the file grew since
         events = await rec.next()
         assert [(e.kind, e.previous_size, e.size) for e in events] == [("grown", 3, 6)]
-        size = append(s, b"{}\n")
-        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        await grows_alone(rec, s)
         other = elsewhere / "other.jsonl"  # untracked, and the directory is not watched
         other.write_bytes(b"{}\n")
         w.untrack(s)
@@ -314,13 +317,11 @@ async def test_watch_dir_while_running_loses_nothing(mode: str, tmp_path: Path) 
         events = await rec.until(lambda evs: {e.path for e in evs} >= {sa, nb})
         assert sorted(kinds(events)) == [("created", "n.jsonl"), ("grown", "s.jsonl")]
         assert w.known(sa) == (grown, sa.stat().st_ino)
-        size = append(existing, b"{}\n")
-        assert kinds(await rec.until(grown_to(existing, size))) == [("grown", "existing.jsonl")]
+        await grows_alone(rec, existing)
         w.unwatch_dir(b)
         assert w.known(existing) is None
         append(existing, b"{}\n")
-        size = append(sa, b"{}\n")
-        assert kinds(await rec.until(grown_to(sa, size))) == [("grown", "s.jsonl")]
+        await grows_alone(rec, sa)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -333,8 +334,7 @@ async def test_recursive_watch_sees_files_of_a_new_subdirectory(mode: str, sessi
         f = sub / "s.jsonl"
         f.write_bytes(b"{}\n")  # before the subdirectory's own watch exists
         assert await rec.next() == [FileEvent("created", f, 3, f.stat().st_ino, None)]
-        size = append(f, b"{}\n")
-        assert kinds(await rec.until(grown_to(f, size))) == [("grown", "s.jsonl")]
+        await grows_alone(rec, f)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -349,8 +349,7 @@ async def test_watched_directory_deleted_and_recreated(mode: str, session_dir: P
         n = session_dir / "n.jsonl"
         n.write_bytes(b"{}\n")
         assert kinds(await rec.next()) == [("created", "n.jsonl")]
-        size = append(n, b"{}\n")
-        assert kinds(await rec.until(grown_to(n, size))) == [("grown", "n.jsonl")]
+        await grows_alone(rec, n)
 
 
 # --------------------------------------------------------------------------- robustness
@@ -464,8 +463,7 @@ async def test_falls_back_to_polling_when_kernel_watches_fail(
             with anyio.fail_after(TIMEOUT):
                 while w.mode != "poll":
                     await anyio.sleep(0.005)
-            size = append(s, b"{}\n")
-            assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+            await grows_alone(rec, s)
             w.stop()
     assert caplog.text.count("polling instead") == 1
 
@@ -494,8 +492,7 @@ async def test_falls_back_to_polling_after_repeated_watch_errors(
         with anyio.fail_after(TIMEOUT):
             while w.mode != "poll":
                 await anyio.sleep(0.005)
-        size = append(s, b"{}\n")
-        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        await grows_alone(rec, s)
         w.stop()
 
 
@@ -546,8 +543,7 @@ async def test_a_file_that_cannot_be_looked_at_is_skipped(
         async with running(mode, session_dir) as (w, rec):
             monkeypatch.setattr(watcher_module, "_stat", stat)
             append(bad, b"{}\n")
-            size = append(good, b"{}\n")
-            assert kinds(await rec.until(grown_to(good, size))) == [("grown", "good.jsonl")]
+            await grows_alone(rec, good)
             assert w.known(bad) == (3, bad.stat().st_ino)  # kept as it was
             monkeypatch.setattr(watcher_module, "_stat", real_stat)
             size = append(bad, b"{}\n")

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.typing import Origin
 
-from sessiond.errors import SessiondError
+from sessiond.errors import InvalidArgumentError
+from sessiond.rpc.server import parse_tcp
 from sessiond.service.config import ConfigError, load_config
 from sessiond.web.location import parse_address, read_info
 from tests.builders import Ledger
@@ -208,9 +210,11 @@ async def test_the_viewer_can_be_turned_off_or_moved(tmp_path: Path) -> None:
         assert configured.stop() == 0
 
 
-def test_the_address_must_be_loopback() -> None:
-    assert parse_address("127.0.0.1:0") == ("127.0.0.1", 0)
-    assert parse_address("[::1]:8080") == ("::1", 8080)
+@pytest.mark.parametrize(("parse", "field"), [(parse_address, "ui.listen"), (parse_tcp, "tcp")])
+def test_the_address_must_be_loopback(parse: Callable[[str], tuple[str, int]], field: str) -> None:
+    """The viewer and ``--tcp`` share the rule; each error names its own setting."""
+    assert parse("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse("[::1]:8080") == ("::1", 8080)
     for bad, words in [
         ("0.0.0.0:80", "only listens on loopback"),
         ("192.168.1.2:80", "only listens on loopback"),
@@ -219,9 +223,9 @@ def test_the_address_must_be_loopback() -> None:
         ("127.0.0.1:x", "must be a number"),
         ("127.0.0.1:70000", "0-65535"),
     ]:
-        with pytest.raises(SessiondError, match=words) as exc:
-            parse_address(bad)
-        assert exc.value.data["field"] == "ui.listen"
+        with pytest.raises(InvalidArgumentError, match=words) as exc:
+            parse(bad)
+        assert exc.value.data["field"] == field
 
 
 def test_serve_refuses_a_public_address(tmp_path: Path) -> None:

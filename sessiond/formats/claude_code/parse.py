@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from ...model.js_json import JSONParseError, parse
-from ..pi import MAX_REPORTED_LINES, paused_gc
+from ..lines import MAX_REPORTED_LINES
+from ..pi import paused_gc
 from .records import (
     CHAIN_TYPES,
     METADATA_TYPES,
@@ -70,9 +71,7 @@ def parse_records(
         if kind == 1:
             diag.blank_lines += 1
         elif kind == 2:
-            diag.unparsable_lines += 1
-            if len(diag.unparsable_line_numbers) < MAX_REPORTED_LINES:
-                diag.unparsable_line_numbers.append(number)
+            diag.skip_unparsable(number)
         elif type(value) is not dict:
             diag.non_object_lines += 1
             if len(diag.non_object_line_numbers) < MAX_REPORTED_LINES:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ...model.js import date_ms
+from ..lines import LineDiagnostics
 
 # --------------------------------------------------------------------------- record types
 
@@ -67,18 +68,13 @@ SNIP_BOUNDARY: Final = "snip_boundary"
 
 
 @dataclass(slots=True)
-class ClaudeLoadDiagnostics:
+class ClaudeLoadDiagnostics(LineDiagnostics):
     """What the loader skipped or noticed. Nothing here stops a file from loading."""
 
     physical_lines: int = 0
-    blank_lines: int = 0
-    unparsable_lines: int = 0
-    unparsable_line_numbers: list[int] = field(default_factory=list)
     non_object_lines: int = 0
     """Valid JSON that is not an object (``null``, numbers, arrays...)."""
     non_object_line_numbers: list[int] = field(default_factory=list)
-    torn_tail: bool = False
-    """The file does not end with ``\\n`` (a crash mid-write, or a writer still appending)."""
     torn_tail_parsed: bool = False
     type_counts: dict[str, int] = field(default_factory=dict)
     """Records per ``type`` (``<none>`` for objects without a string type)."""
@@ -99,9 +95,7 @@ class ClaudeLoadDiagnostics:
     def as_json(self) -> dict[str, Any]:
         return {
             "physicalLines": self.physical_lines,
-            "blankLines": self.blank_lines,
-            "unparsableLines": self.unparsable_lines,
-            "unparsableLineNumbers": self.unparsable_line_numbers,
+            **self.skipped_json(),
             "nonObjectLines": self.non_object_lines,
             "nonObjectLineNumbers": self.non_object_line_numbers,
             "tornTail": self.torn_tail,

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import orjson
 
+from ..lines import LineDiagnostics
 from ..pi import paused_gc
 
 SESSION_META: Final = "session_meta"
@@ -29,8 +30,6 @@ COMPACTED: Final = "compacted"
 TURN_CONTEXT: Final = "turn_context"
 EVENT_MSG: Final = "event_msg"
 RECORD_TYPES: Final = frozenset({SESSION_META, RESPONSE_ITEM, COMPACTED, TURN_CONTEXT, EVENT_MSG})
-
-MAX_REPORTED_LINES: Final = 100
 
 _LEGACY_ITEM_TYPES: Final = frozenset(
     {
@@ -58,25 +57,22 @@ class Record:
 
 
 @dataclass(slots=True)
-class RolloutDiagnostics:
-    """What reading skipped. Nothing here stops a rollout from loading."""
+class RolloutDiagnostics(LineDiagnostics):
+    """What reading skipped. Nothing here stops a rollout from loading.
+
+    Only complete lines are read (``torn_tail``: the unterminated last line is not read yet).
+    """
 
     lines: int = 0
-    blank_lines: int = 0
-    unparsable_lines: int = 0
-    unparsable_line_numbers: list[int] = field(default_factory=list)
+    """Complete lines read."""
     not_objects: int = 0
     unknown_record_types: Counter[str] = field(default_factory=Counter)
     legacy: bool = False
-    torn_tail: bool = False
-    """The data ended without a newline: the unterminated last line was not read yet."""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "lines": self.lines,
-            "blankLines": self.blank_lines,
-            "unparsableLines": self.unparsable_lines,
-            "unparsableLineNumbers": list(self.unparsable_line_numbers),
+            **self.skipped_json(),
             "notObjects": self.not_objects,
             "unknownRecordTypes": dict(sorted(self.unknown_record_types.items())),
             "legacy": self.legacy,
@@ -159,9 +155,7 @@ def _extend(rollout: Rollout, data: bytes) -> Rollout:
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            diag.unparsable_lines += 1
-            if len(diag.unparsable_line_numbers) < MAX_REPORTED_LINES:
-                diag.unparsable_line_numbers.append(number)
+            diag.skip_unparsable(number)
             continue
         if type(obj) is not dict:
             diag.not_objects += 1

@@ -13,11 +13,8 @@ import pytest
 
 from sessiond_client import SessiondClient
 from tests.builders import assistant, tool_result, user
+from tests.harness.calls import msg
 from tests.harness.daemon import Daemon, start_daemon
-
-
-def msg(message: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "message", "message": message}
 
 
 def now(message: dict[str, Any]) -> dict[str, Any]:

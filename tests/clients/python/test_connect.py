@@ -15,8 +15,9 @@ from sessiond_client import RECONNECTED, ConnectionClosed, DaemonUnavailable, Se
 from sessiond_client.errors import InvalidRequest
 from sessiond_protocol.notifications import EntriesAppended, ResyncRequired, SessionUpdate
 from tests.builders import user
-from tests.clients.python.conftest import daemon_env, msg, session_with_turns, stop_cleanly
+from tests.clients.python.conftest import daemon_env, session_with_turns, stop_cleanly
 from tests.clients.python.test_summarizer import Hanging
+from tests.harness.calls import msg
 from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio

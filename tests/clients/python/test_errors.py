@@ -12,7 +12,8 @@ from sessiond_client import RpcError, SessiondClient
 from sessiond_client import errors as E
 from sessiond_protocol import ErrorCode
 from tests.builders import assistant, user
-from tests.clients.python.conftest import msg, session_with_turns, stop_cleanly
+from tests.clients.python.conftest import session_with_turns, stop_cleanly
+from tests.harness.calls import msg
 from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio

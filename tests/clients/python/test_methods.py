@@ -20,7 +20,8 @@ from sessiond_protocol import METHODS
 from sessiond_protocol import methods as M
 from sessiond_protocol.models import MessageSpec
 from tests.builders import assistant, user
-from tests.clients.python.conftest import msg, session_with_turns, stop_cleanly
+from tests.clients.python.conftest import session_with_turns, stop_cleanly
+from tests.harness.calls import msg
 from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio
@@ -106,13 +107,18 @@ async def _list(w: World) -> Any:
     return result
 
 
-@scenario("session/close")
-async def _close(w: World) -> Any:
+async def _subscribed_then(w: World, leave: Callable[[str], Awaitable[Any]]) -> Any:
+    """A subscribed session that ``leave`` ends: the client forgets the subscription."""
     sid, _, _ = await w.chat()
     await w.client.session_subscribe(sid)
-    result = await w.client.session_close(sid)
+    result = await leave(sid)
     assert sid not in w.client.subscriptions
     return result
+
+
+@scenario("session/close")
+async def _close(w: World) -> Any:
+    return await _subscribed_then(w, w.client.session_close)
 
 
 @scenario("session/delete")
@@ -133,11 +139,7 @@ async def _subscribe(w: World) -> Any:
 
 @scenario("session/unsubscribe")
 async def _unsubscribe(w: World) -> Any:
-    sid, _, _ = await w.chat()
-    await w.client.session_subscribe(sid)
-    result = await w.client.session_unsubscribe(sid)
-    assert sid not in w.client.subscriptions
-    return result
+    return await _subscribed_then(w, w.client.session_unsubscribe)
 
 
 @scenario("session/append")

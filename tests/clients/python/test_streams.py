@@ -23,7 +23,8 @@ from sessiond_protocol.notifications import (
     UsageUpdate,
 )
 from tests.builders import assistant, user
-from tests.clients.python.conftest import msg, stop_cleanly
+from tests.clients.python.conftest import stop_cleanly
+from tests.harness.calls import msg
 from tests.harness.daemon import Daemon, start_daemon
 
 pytestmark = pytest.mark.anyio

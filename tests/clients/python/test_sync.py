@@ -13,7 +13,8 @@ from sessiond_client.errors import InvalidParams, SummarizerUnavailable
 from sessiond_protocol import methods as M
 from sessiond_protocol.notifications import CompactionUpdate, EntriesAppended, SummarizeParams
 from tests.builders import assistant, user
-from tests.clients.python.conftest import msg, turn
+from tests.clients.python.conftest import turn
+from tests.harness.calls import msg
 from tests.harness.daemon import Daemon
 
 

@@ -400,6 +400,14 @@ def child(argv: list[str]) -> int:
 # --------------------------------------------------------------------------- the daemon
 
 
+def _system_seconds(pid: int) -> float:
+    """The kernel's part of a process's CPU seconds (``stime``, every thread): the daemon's
+    system calls — socket reads and writes, ``epoll_wait``, the file's ``write`` and ``stat``s."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[12]) / CLK_TCK
+
+
 def _system_busy() -> tuple[float, float]:
     """Busy and steal CPU seconds of the whole machine (all CPUs), from ``/proc/stat``."""
     with open("/proc/stat") as f:
@@ -507,8 +515,10 @@ async def run_case(
                 await p.stdin.drain()
             await asyncio.sleep(max(0.0, t0 - time.monotonic()))
             cpu0, c0, (busy0, steal0) = daemon.cpu(), time.monotonic(), _system_busy()
+            sys0 = _system_seconds(daemon.pid)
             results = [await _result(p, "a writer client", log_path) for p in procs]
             cpu1, c1, (busy1, steal1) = daemon.cpu(), time.monotonic(), _system_busy()
+            sys1 = _system_seconds(daemon.pid)
             sub = None
             if sub_proc is not None:
                 await asyncio.sleep(0.5)  # notifications still on their way
@@ -534,6 +544,7 @@ async def run_case(
     clients_cpu = sum(r["cpu"] for r in results)
     row["daemonCpuPct"] = 100 * daemon_cpu / window
     row["daemonCpuUsPerReq"] = 1e6 * daemon_cpu / max(1, len(lat))
+    row["daemonSysUsPerReq"] = 1e6 * (sys1 - sys0) / max(1, len(lat))
     row["clientsCpuPct"] = 100 * clients_cpu / wall
     row["clientsCpuUsPerReq"] = 1e6 * clients_cpu / max(1, len(lat))
     row["entriesAtEnd"] = prefill + 1 + writers * (args.warmup + common["count"])
@@ -871,6 +882,13 @@ def print_report(res: dict[str, Any]) -> None:
             f"{r['otherCpuPct']:>6.0f}%{_r(r['p50Us'], f['p50Us']):>7}{_r(r['p99Us'], f['p99Us']):>7}"
             f"{_r(r['perSec'], f['perSec']):>7}"
         )
+    kernel = [
+        f"{r['mode']} x{r['clients']} {r['daemonSysUsPerReq']:.0f}"
+        for r in res["append"]
+        if "daemonSysUsPerReq" in r
+    ]
+    if kernel:
+        p(f"   daemon us/req spent in the kernel (system time): {', '.join(kernel)}")
     p("   x = RPC / floor of the same mode (p50 x, p99 x: the RPC overhead factor; thru x: aggregate")
     p("   appends/s over the floor's one-thread appends/s). daemon CPU = % of one core over the timed")
     p("   window (user + system, all threads); us/req = daemon CPU time per request; clients CPU = the")

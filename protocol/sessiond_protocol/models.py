@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
 Durability = Literal["buffered", "fsync"]
 """``buffered``: acknowledged after ``write()``; ``fsync``: after ``fdatasync`` (shared)."""
@@ -43,6 +44,7 @@ class AgentMessage(Open):
     """A Pi agent message. Only ``role`` is checked here; the rest is stored as sent."""
 
     role: Literal["system", "user", "assistant", "toolResult", "bashExecution", "custom"]
+    # (spelled out, not ``Role``: the published schema is generated from this annotation)
 
 
 # --------------------------------------------------------------------------- entry specs
@@ -142,6 +144,38 @@ EntrySpec = Annotated[
     | BranchSummarySpec,
     Field(discriminator="type"),
 ]
+
+
+Role = Literal["system", "user", "assistant", "toolResult", "bashExecution", "custom"]
+
+
+class _MessageRole(TypedDict):
+    role: Role
+
+
+class _MessageEnvelope(TypedDict):
+    type: Literal["message"]
+    message: _MessageRole
+
+
+EntryEnvelope = Annotated[
+    _MessageEnvelope
+    | ThinkingLevelChangeSpec
+    | ModelChangeSpec
+    | UsageSpec
+    | CustomSpec
+    | CustomMessageSpec
+    | LabelSpec
+    | SessionInfoSpec
+    | ContextEditSpec
+    | CompactionSpec
+    | BranchSummarySpec,
+    Field(discriminator="type"),
+]
+"""What the daemon checks of an entry spec: :data:`EntrySpec` with a message checked as a
+``TypedDict`` (its ``type`` and ``message.role``, all that ``MessageSpec`` checks) instead of two
+models that copy the message — the same errors at the same fields, for ~1 µs less per appended
+message (the daemon passes on the entries as sent, not the models)."""
 
 
 # --------------------------------------------------------------------------- views

@@ -2,14 +2,15 @@
 
 A handler is declared for its ``sessiond_protocol`` method spec::
 
-    @HANDLERS.method("session/append")
-    async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> M.AppendResult:
+    @HANDLERS.method("session/fork")
+    async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
         ...
 
-It receives the params already validated with the spec's model (a pydantic error is answered
-INVALID_PARAMS, naming the field, before the handler runs) and — when it declares a third
-parameter — the params as sent, where the wire shape matters: entries keep their key order and
-the fields a newer Pi adds, open objects (``details``, ``replacement``) pass as they are.
+It receives the params already validated with the spec's model (its ``validated_by`` when it
+has one; a pydantic error is answered INVALID_PARAMS, naming the field, before the handler
+runs) and — when it declares a third parameter — the params as sent, where the wire shape
+matters: entries keep their key order and the fields a newer Pi adds, open objects
+(``details``, ``replacement``) pass as they are.
 Omitted versus ``null`` is ``"parentId" in p.model_fields_set``. Registration checks the
 handler's annotations against the spec (params model in, result model out), so a handler cannot
 drift from the protocol, and ``complete()`` that every spec has its handler.
@@ -20,7 +21,12 @@ else (:func:`sessiond.service.results.wire`: the fields set, nested values as th
 
 A plain function runs at receipt, before the next message is read (the lifecycle: ``initialize``
 applies the client's options to requests pipelined right behind it); a coroutine function runs
-as its own task. What a params model cannot know by itself (the configured limit of entries per
+as its own task. A method declared ``at_receipt=True`` (``session/append``) is a plain function
+that returns its result, or an awaitable of it when it must wait: it runs at receipt when the
+connection has no other request in flight (no task, no loop iteration to hand its answer on —
+the hot path, docs/append-path.md) and what it returns to await runs as the request's task;
+behind other requests it runs as a task too, so a connection's requests still start in the
+order they were sent. What a params model cannot know by itself (the configured limit of entries per
 append) reaches its validators as pydantic's validation context, which the connection builds.
 """
 
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from sessiond_protocol import MethodSpec
 from sessiond_protocol.errors import ErrorCode
@@ -110,6 +116,13 @@ class Method:
     reports_progress: bool
     """Its params have a ``workDoneToken`` (looked up once here: ``getattr`` with a default on a
     pydantic model without the field costs ~1 µs per request)."""
+    at_receipt: bool = False
+    """A plain function returning its result or an awaitable of it (see the module docstring)."""
+    params: type[BaseModel] | None = None
+    """What the params are validated with: the spec's ``validated_by`` or ``params``."""
+
+    def validate(self, params: Json, context: Mapping[str, Any]) -> Any:
+        return (self.params or self.spec.params).model_validate(params, context=context)
 
 
 class MethodTable(Mapping[str, Method]):
@@ -119,8 +132,9 @@ class MethodTable(Mapping[str, Method]):
         self.specs = specs
         self._methods: dict[str, Method] = {}
 
-    def method(self, name: str) -> Callable[[F], F]:
-        """Declare the handler of ``name`` (a method of ``sessiond_protocol.METHODS``)."""
+    def method(self, name: str, *, at_receipt: bool = False) -> Callable[[F], F]:
+        """Declare the handler of ``name`` (a method of ``sessiond_protocol.METHODS``);
+        ``at_receipt``: see the module docstring."""
         spec = self.specs.get(name)
         if spec is None:
             raise ValueError(f"{name} is not a method of the protocol (add its spec to sessiond_protocol)")
@@ -128,10 +142,13 @@ class MethodTable(Mapping[str, Method]):
         def register(fn: F) -> F:
             if name in self._methods:
                 raise ValueError(f"{name} already has a handler: {self._methods[name].handler.__qualname__}")
-            takes_raw = _check_signature(spec, fn)
-            immediate = not inspect.iscoroutinefunction(fn)
+            takes_raw = _check_signature(spec, fn, at_receipt)
             progress = "workDoneToken" in spec.params.model_fields
-            self._methods[name] = Method(spec, fn, takes_raw, immediate, progress)
+            if at_receipt and (inspect.iscoroutinefunction(fn) or progress):
+                raise TypeError(f"{name}: an at_receipt handler is a plain function without workDoneToken")
+            immediate = not at_receipt and not inspect.iscoroutinefunction(fn)
+            params = spec.validated_by or spec.params
+            self._methods[name] = Method(spec, fn, takes_raw, immediate, progress, at_receipt, params)
             return fn
 
         return register
@@ -153,18 +170,22 @@ class MethodTable(Mapping[str, Method]):
         return len(self._methods)
 
 
-def _check_signature(spec: MethodSpec, fn: Callable[..., Any]) -> bool:
+def _check_signature(spec: MethodSpec, fn: Callable[..., Any], at_receipt: bool = False) -> bool:
     """Whether ``fn`` takes the raw params; raises when its annotations contradict the spec."""
     where = f"the handler of {spec.name} ({fn.__qualname__})"
     parameters = list(inspect.signature(fn).parameters.values())
     if len(parameters) not in (2, 3):
         raise TypeError(f"{where} takes (call, params) or (call, params, raw)")
     hints = typing.get_type_hints(fn)
-    if hints.get(parameters[1].name) is not spec.params:
-        raise TypeError(f"{where} must take {spec.params.__name__}, not {hints.get(parameters[1].name)}")
+    params = spec.validated_by or spec.params
+    if hints.get(parameters[1].name) is not params:
+        raise TypeError(f"{where} must take {params.__name__}, not {hints.get(parameters[1].name)}")
     returned = hints.get("return")
     expected = type(None) if spec.result is None else spec.result
-    if returned is not expected:
+    if at_receipt:
+        if typing.get_args(returned) != (expected, Awaitable[expected]):  # type: ignore[valid-type]
+            raise TypeError(f"{where} must return {expected.__name__} | Awaitable[{expected.__name__}]")
+    elif returned is not expected:
         raise TypeError(f"{where} must return {expected.__name__}, not {returned}")
     return len(parameters) == 3
 
@@ -176,7 +197,7 @@ def answer_now(method: Method, call: Caller, params: Json, context: Mapping[str,
     """Answer a request of an immediate (plain function) handler: its result, or raise
     :class:`ErrorAnswer`."""
     try:
-        p = method.spec.params.model_validate(params, context=context)
+        p = method.validate(params, context)
     except ValidationError as exc:
         raise from_validation(exc, params) from None
     try:
@@ -193,17 +214,16 @@ async def answer(method: Method, call: Caller, params: Json, context: Mapping[st
     kept to one call per step (see ``benchmarks/rpc.py --profile``).
     """
     try:
-        p = method.spec.params.model_validate(params, context=context)
+        p = method.validate(params, context)
     except ValidationError as exc:
         raise from_validation(exc, params) from None
     token = getattr(p, "workDoneToken", None) if method.reports_progress else None
     if token is not None:
         call.progress(token, "begin", title=method.spec.name)
     try:
-        pending: Awaitable[Any] = (
-            method.handler(call, p, params) if method.takes_raw else method.handler(call, p)
-        )
-        result = await pending
+        result = method.handler(call, p, params) if method.takes_raw else method.handler(call, p)
+        if not method.at_receipt or inspect.isawaitable(result):
+            result = await result
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -211,6 +231,35 @@ async def answer(method: Method, call: Caller, params: Json, context: Mapping[st
     finally:
         if token is not None:
             call.progress(token, "end")
+    return wire(result)
+
+
+def begin(method: Method, call: Caller, params: Json, context: Mapping[str, Any]) -> Any:
+    """Run an ``at_receipt`` handler now: its result in the wire's shape, or — when it must
+    wait — an awaitable of that (run it as the request's task); or raise :class:`ErrorAnswer`.
+
+    The same validation and error mapping as :func:`answer`."""
+    try:
+        p = method.validate(params, context)
+    except ValidationError as exc:
+        raise from_validation(exc, params) from None
+    try:
+        result = method.handler(call, p, params) if method.takes_raw else method.handler(call, p)
+    except Exception as exc:
+        raise _failed(exc, method, call, params) from None
+    if inspect.isawaitable(result):
+        return _rest(method, call, params, result)
+    return wire(result)
+
+
+async def _rest(method: Method, call: Caller, params: Json, pending: Awaitable[Any]) -> Any:
+    """What an ``at_receipt`` handler left to await, answered as :func:`answer` does."""
+    try:
+        result = await pending
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise _failed(exc, method, call, params) from None
     return wire(result)
 
 

@@ -1,6 +1,7 @@
 """pygls, behind this one module: one ``JsonRPCProtocol`` per connection.
 
-pygls runs each request as a task, answers it (result, error or cancellation), cancels it on
+pygls runs each request as a task (except a ``session/append`` answered at receipt:
+:meth:`Engine.request`), answers it (result, error or cancellation), cancels it on
 ``$/cancelRequest``, and matches the client's answers to the requests the server sends it
 (``compaction/summarize``). Everything else a connection needs — both framings, limits, the
 lifecycle, backpressure, the method table — is sessiond's (``connection.py``, ``dispatch.py``).
@@ -37,6 +38,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -53,7 +55,7 @@ from pygls.server import JsonRPCServer
 from sessiond_protocol.errors import ErrorCode
 
 from ..errors import ClientRequestError
-from .dispatch import Caller, Method, answer
+from .dispatch import Caller, Method, answer, begin
 from .errors import ErrorAnswer
 
 log = logging.getLogger("sessiond.rpc")
@@ -96,6 +98,18 @@ class _Protocol(JsonRPCProtocol):
         self.engine._outgoing(data)
 
 
+_REST = "$/sessiond/rest"
+"""The pygls feature that runs what an ``at_receipt`` handler left to await (never a method a
+client can call: requests reach pygls only through the method table)."""
+
+
+async def _await_rest(rest: Awaitable[Any]) -> Any:
+    try:
+        return await rest
+    except ErrorAnswer as error:
+        raise JsonRpcException(code=error.code, message=error.message, data=error.data) from None
+
+
 class Engine:
     """One connection's JSON-RPC engine: its requests in flight, its requests to the client."""
 
@@ -126,7 +140,30 @@ class Engine:
         return msg_id in self._pending
 
     def request(self, msg_id: Any, method: Method, params: Json) -> None:
-        """Dispatch a request to its handler, run as a pygls task; its answer is sent when done."""
+        """Dispatch a request to its handler, run as a pygls task; its answer is sent when done.
+
+        An ``at_receipt`` method with nothing else in flight on the connection is run here
+        instead (``dispatch.begin``) and answered at once; only what it leaves to await becomes
+        the request's pygls task (cancellable like any other). Behind another request it is a
+        task like the rest, so the connection's requests start in the order they were sent.
+        """
+        if method.at_receipt and not self._pending:
+            context = contextvars.copy_context()
+            try:
+                outcome = context.run(begin, method, self._caller, params, self._context)
+            except ErrorAnswer as error:
+                self._send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_wire()})
+                return
+            if not inspect.isawaitable(outcome):
+                self._send({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
+                return
+            if _REST not in self._registered:
+                self._server.feature(_REST)(_await_rest)
+                self._registered.add(_REST)
+            self._pending[msg_id] = None
+            self._idle.clear()
+            context.run(self._protocol._handle_request, msg_id, _REST, outcome)
+            return
         name = method.spec.name
         if name not in self._registered:
             self._server.feature(name)(self._handler(method))

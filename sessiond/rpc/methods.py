@@ -10,6 +10,7 @@ the client left out is not in the model's ``model_fields_set``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from sessiond_protocol import METHODS, PROTOCOL_VERSION
@@ -117,10 +118,13 @@ async def session_unsubscribe(call: Caller, p: M.SessionRef) -> M.EmptyResult:
     return await call.service.unsubscribe(call, p.sessionId)
 
 
-@HANDLERS.method("session/append")
-async def session_append(call: Caller, p: M.AppendParams, raw: Json) -> M.AppendResult:
+@HANDLERS.method("session/append", at_receipt=True)
+def session_append(
+    call: Caller, p: M.AppendEnvelope, raw: Json
+) -> M.AppendResult | Awaitable[M.AppendResult]:
+    """The hot path: a buffered append to an open session is answered at receipt."""
     given = p.model_fields_set
-    return await call.service.append(
+    return call.service.append_now(
         call,
         p.sessionId,
         raw["entries"],

@@ -109,25 +109,39 @@ class SessionHost:
                 await self.complete(pending)
             return pending
 
+    def publish(self, pending: PendingAppend) -> None:
+        """Announce what ``pending`` wrote (after what another program appended just before, as
+        external), without waiting for it to be durable: the part of :meth:`complete` that never
+        waits, which a buffered append completes with at receipt
+        (:meth:`Service.append_now <sessiond.service.service.Service.append_now>`)."""
+        backlog = self.writer().take_external()
+        if backlog:
+            self.announce(entry_ids(backlog), external=True)
+        self.announce(pending.entry_ids)
+        if self.after_write is not None:
+            self.after_write()
+
     async def complete(self, pending: PendingAppend) -> list[str]:
         """Publish what ``pending`` wrote, then wait (off the loop) until it is durable.
 
         Entries another program appended just before (indexed by the write) are announced first,
         in file order, as external.
         """
-        session = self.writer()
-        backlog = session.take_external()
-        if backlog:
-            self.announce(entry_ids(backlog), external=True)
-        self.announce(pending.entry_ids)
-        if self.after_write is not None:
-            self.after_write()
+        self.publish(pending)
+        return await self.settle(pending)
+
+    async def settle(self, pending: PendingAppend) -> list[str]:
+        """Wait (off the loop) until what ``pending`` wrote is durable, as its mode says; its ids.
+
+        Published already (:meth:`publish`): the loop may serve other appends meanwhile, and
+        their announcements come after this one, in file order."""
         if pending.needs_sync:
             try:
                 await anyio.to_thread.run_sync(pending.wait)
             except JournalBrokenError:
                 # The fdatasync failed: the journal refuses every later write. Without a reopen
                 # the session would stay unwritable until every client let go of it.
+                session = self.writer()
                 if self.on_broken is not None:
                     try:
                         await self.on_broken(session)

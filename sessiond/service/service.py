@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,7 @@ from ..store.backend import open_store
 from ..store.journal import Durability
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
-from ..store.session import Session
+from ..store.session import PendingAppend, Session
 from . import views
 from .catalog import Catalog, Listed
 from .compactor import Compactor
@@ -256,6 +257,46 @@ class Service:
                     )
                 )
                 ids = await host.complete(pending)
+        self.compactor.after_append(host, ids)
+        return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
+
+    def append_now(
+        self,
+        user: Peer,
+        session_id: str,
+        entries: list[Any],
+        parent_id: Any = UNDEFINED,
+        expect_leaf_id: Any = UNDEFINED,
+        durability: str | None = None,
+    ) -> M.AppendResult | Coroutine[Any, Any, M.AppendResult]:
+        """:meth:`append` done at receipt when nothing has to wait: its result; otherwise what is
+        left to await (run as the request's task).
+
+        A buffered append to an open local session never waits (the line is written, published
+        and checked synchronously), so it needs no task of its own: a task and the loop
+        iterations that run it and hand its result on cost ~25% of the daemon's CPU per append
+        (docs/append-path.md). What waits — opening the session, a shared log, an fsync — is
+        decided before anything is written, or (the fsync) awaited after a write that has
+        happened exactly once either way.
+        """
+        host = self.registry.hosts.get(session_id)
+        if host is None or host.writer().remote is not None:
+            return self.append(user, session_id, entries, parent_id, expect_leaf_id, durability)
+        self.registry.use(host, user)
+        writer = host.writer()
+        mode = None if durability is None else Durability(durability)
+        pending = writer.begin_append(
+            entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+        )
+        host.publish(pending)  # now, in file order, whatever waits after
+        if pending.needs_sync:
+            return self._settle_append(host, pending)
+        ids = pending.entry_ids
+        self.compactor.after_append(host, ids)
+        return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
+
+    async def _settle_append(self, host: SessionHost, pending: PendingAppend) -> M.AppendResult:
+        ids = await host.settle(pending)
         self.compactor.after_append(host, ids)
         return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
 

@@ -51,12 +51,44 @@ def uuid7() -> str:
     return str(uuid.UUID(int=value))
 
 
+class _RandomHex:
+    """Random hex digits from the kernel, read 4 KiB at a time.
+
+    ``os.urandom(4)`` per entry id was one ``getrandom(2)`` system call per append; the bytes are
+    the same kernel CSPRNG's, drawn once per 1,024 ids. Threads may draw concurrently (appends
+    to different sessions in worker threads): a lock keeps two ids from sharing bytes. A forked
+    child starts with an empty pool, so it never repeats its parent's ids.
+    """
+
+    _SIZE = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = b""
+        self._at = 0
+
+    def hex8(self) -> str:
+        with self._lock:
+            at = self._at
+            if at + 4 > len(self._pool):
+                self._pool, at = os.urandom(self._SIZE), 0
+            self._at = at + 4
+            return self._pool[at : at + 4].hex()
+
+    def reset(self) -> None:
+        self._pool, self._at = b"", 0
+
+
+_RANDOM = _RandomHex()
+os.register_at_fork(after_in_child=_RANDOM.reset)
+
+
 def short_id(taken: Callable[[str], bool]) -> str:
     """Pi's ``generateId``: 8 hex digits not yet used in the session."""
     for _ in range(100):
         # The first 8 hex digits of a random UUID are 32 random bits: read them directly (a
         # UUID object per append cost more than the rest of the id).
-        candidate = os.urandom(4).hex()
+        candidate = _RANDOM.hex8()
         if not taken(candidate):
             return candidate
     return str(uuid.uuid4())

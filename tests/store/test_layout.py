@@ -98,3 +98,22 @@ def test_symlink_escape_is_refused_and_nothing_is_touched(tmp_path: Path) -> Non
     (root / "inner").mkdir()
     (root / "ok").symlink_to(root / "inner")
     assert ensure_within(root, "ok/f") == (root / "inner" / "f").resolve()
+
+
+def test_short_ids_are_drawn_from_a_pool_that_a_forked_child_does_not_share() -> None:
+    from sessiond.store import ids  # noqa: PLC0415
+
+    drawn = [ids._RANDOM.hex8() for _ in range(3000)]  # refills the 4 KiB pool twice
+    assert all(len(d) == 8 and int(d, 16) >= 0 for d in drawn)
+    assert len(set(drawn)) > 2990  # 32 random bits each: a repeat or two at most
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh pool, not the rest of the parent's
+        os.write(write, ids._RANDOM.hex8().encode())
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    assert status == 0 and len(child) == 8
+    assert child != ids._RANDOM.hex8()  # the parent's next bytes are not the child's

@@ -70,6 +70,7 @@ from .lifecycle import (
 )
 from .sessions import (
     MAX_ENTRIES_PER_APPEND,
+    AppendEnvelope,
     AppendParams,
     AppendResult,
     ConfigureParams,
@@ -115,6 +116,7 @@ METHODS: dict[str, MethodSpec] = {
 __all__ = [
     "MAX_ENTRIES_PER_APPEND",
     "METHODS",
+    "AppendEnvelope",
     "AppendParams",
     "AppendResult",
     "BranchParams",

@@ -27,6 +27,10 @@ class MethodSpec:
     example_result: Any = None
     long_running: bool = False
     """Accepts a ``workDoneToken`` and reports ``$/progress``."""
+    validated_by: type[BaseModel] | None = None
+    """What the daemon validates the params with, when not ``params``: a model with the same
+    fields, errors and field names that builds less (``session/append``: ``AppendEnvelope``).
+    Clients and the schema use ``params``."""
 
 
 class SessionRef(Params):

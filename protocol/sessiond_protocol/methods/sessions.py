@@ -11,6 +11,7 @@ from ..errors import ErrorCode as C
 from ..models import (
     Durability,
     Entry,
+    EntryEnvelope,
     EntryId,
     EntrySpec,
     Open,
@@ -116,12 +117,32 @@ class AppendParams(SessionRef):
     @field_validator("entries", mode="before")
     @classmethod
     def _within_the_servers_limit(cls, value: Any, info: ValidationInfo) -> Any:
-        limit = info.context.get(MAX_ENTRIES_PER_APPEND) if isinstance(info.context, dict) else None
-        if limit is not None and isinstance(value, list) and len(value) > limit:
-            raise PydanticCustomError(
-                "too_many_entries", "at most {limit} entries per append", {"limit": limit}
-            )
-        return value
+        return _within_limit(value, info)
+
+
+class AppendEnvelope(SessionRef):
+    """``AppendParams`` as the daemon validates them: the same fields, rules and error fields,
+    with each entry checked as an :data:`~sessiond_protocol.models.EntryEnvelope` (a message
+    is not built into models: the daemon stores the entries as sent, and the store checks them
+    once more the way Pi does). ``tests/protocol`` checks both refuse the same params at the
+    same field."""
+
+    entries: list[EntryEnvelope] = Field(min_length=1)
+    parentId: EntryId | None = None
+    expectLeafId: EntryId | None = None
+    durability: Durability | None = None
+
+    @field_validator("entries", mode="before")
+    @classmethod
+    def _within_the_servers_limit(cls, value: Any, info: ValidationInfo) -> Any:
+        return _within_limit(value, info)
+
+
+def _within_limit(value: Any, info: ValidationInfo) -> Any:
+    limit = info.context.get(MAX_ENTRIES_PER_APPEND) if isinstance(info.context, dict) else None
+    if limit is not None and isinstance(value, list) and len(value) > limit:
+        raise PydanticCustomError("too_many_entries", "at most {limit} entries per append", {"limit": limit})
+    return value
 
 
 class AppendResult(Result):
@@ -282,6 +303,7 @@ METHODS: dict[str, MethodSpec] = {
                 "durability": "fsync",
             },
             {"entryIds": ["a1b2c3d4"], "leafId": "a1b2c3d4"},
+            validated_by=AppendEnvelope,
         ),
         MethodSpec(
             "session/entries",

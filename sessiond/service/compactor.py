@@ -617,15 +617,18 @@ class Compactor:
                 yield clearing
         if last_assistant is None or not settings.enabled:
             return
-        projection = session.context()
-        model = projection.settings.model
+        if isinstance(session, Session):
+            view = session.context_view()  # the projection only if the check needs it
+        else:
+            view = policy.ContextView.of(session.context())
+        model = view.model
         resolved = settings.for_model(model)
         position = entry_ids.index(str(get(last_assistant, "id")))
         tail = [session.get(i) for i in entry_ids[position + 1 :]]
         decision = policy.check(
             entry=last_assistant,
             tail=[t for t in tail if t is not None],
-            projection=projection,
+            projection=view,
             estimate=session.context_usage(self.estimator),
             estimator=self.estimator,
             enabled=settings.enabled,

@@ -26,9 +26,11 @@ from tests.builders import assistant, tool_result, usage, user
 
 def views(s: Session) -> dict[str, Any]:
     """What a client can read of the session, every view the index or a cache feeds."""
+    head = s.context_view()  # what the after-append checks read without the projection
     ctx = s.context()
     view = s.usage_view(PI)
     return {
+        "head": (head.model, *(get(head.first, k) for k in ("id", "type", "timestamp"))),
         "leaf": s.leaf_id,
         "count": s.entry_count,
         "name": s.name,

@@ -158,9 +158,10 @@ def check(
     first = view.first
     latest_compaction = first if get(first, "type") == E.COMPACTION else None
     compacted_at = timestamp_ms(get(latest_compaction, "timestamp")) if latest_compaction else None
-    sent = timestamp_ms(get(message, "timestamp"))
-    if compacted_at is not None and sent is not None and sent <= compacted_at:
-        return NONE
+    if compacted_at is not None:
+        sent = timestamp_ms(get(message, "timestamp"))
+        if sent is not None and sent <= compacted_at:
+            return NONE
     window = context_window if context_window and context_window > 0 else None
     entry_key = key(get(entry, "id"))
     overflow = length = False

@@ -599,18 +599,20 @@ class Compactor:
                 messages.append((entry_id, get(get(light, "message"), "role")))
         if not messages:
             return
+        sid = host.id
         settings: cs.Settings | None = None
         last_assistant: Any = None
         for entry_id, role in messages:
-            if role in ("user", "assistant"):
+            if role == "user":  # a user turn ends a recovery window: no body needed to say so
+                self.recovery.pop(sid, None)
+            elif role == "assistant":
                 entry = session.get(entry_id)
                 if policy.resets_recovery(get(entry, "message")):
-                    self.recovery.pop(host.id, None)
-                if role == "assistant":
-                    last_assistant = entry
-        if host.id in self.running:
+                    self.recovery.pop(sid, None)
+                last_assistant = entry
+        if sid in self.running:
             return
-        settings = self.settings(host.id)
+        settings = self.settings(sid)
         if settings.microcompact.enabled:
             clearing = microcompaction.automatic(host, settings.microcompact, messages, self.estimator)
             if clearing is not None:
@@ -635,7 +637,7 @@ class Compactor:
             context_window=self.registry.window_for(session, model),
             reserve_tokens=resolved.reserve_tokens,
             max_output_tokens=settings.max_output_tokens,
-            recovery_attempted=self.recovery.get(host.id, False),
+            recovery_attempted=self.recovery.get(sid, False),
         )
         if decision.action == "none":
             return

@@ -103,12 +103,10 @@ async def _hops(n: int) -> dict[str, Any]:
     from sessiond.rpc.connection import Connection  # noqa: PLC0415
     from sessiond.rpc.framing import Framing, MessageReader, frame  # noqa: PLC0415
     from sessiond.rpc.methods import HANDLERS  # noqa: PLC0415
-    from sessiond.service.collector import tune_for_daemon  # noqa: PLC0415
     from sessiond.service.config import load_config  # noqa: PLC0415
     from sessiond.service.service import Service  # noqa: PLC0415
     from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND  # noqa: PLC0415
 
-    tune_for_daemon()  # the collector as `sessiond serve` sets it
     msgs = make_messages(64, 1)
     rows: list[dict[str, Any]] = []
 

@@ -220,7 +220,6 @@ def _fail(command: str, message: str, code: int, json_mode: bool) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from .rpc.server import serve  # noqa: PLC0415
-    from .service.collector import tune_for_daemon  # noqa: PLC0415
 
     handler = logging.StreamHandler(sys.stderr)
     if args.json:
@@ -233,7 +232,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     json_errors = args.json and not args.stdio
     try:
         config = _config(args)
-        tune_for_daemon()
         serve(config, tcp=args.tcp, stdio=args.stdio, ui=args.ui)
     except SessiondError as exc:
         code = EXIT_BAD_INPUT if "already running" not in exc.message else EXIT_RUNNING

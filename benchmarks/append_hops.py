@@ -96,6 +96,44 @@ def hops(n: int) -> dict[str, Any]:
     return asyncio.run(_hops(n))
 
 
+async def _socket_to_connection(framed: list[bytes], n: int) -> float:
+    """CPU µs per message from a socket to the connection's hand: a socketpair, one framed
+    request sent at a time (plain ``send``), the loop run until the stream handed it on.
+
+    The StreamReader path this replaced cost 43-45 µs here against 26-27 (docs/append-path.md,
+    "The read side without StreamReader"); the harness's own send and future are in both."""
+    from sessiond.rpc.framing import FramingError, MessageTooLargeError  # noqa: PLC0415
+    from sessiond.rpc.stream import MessageStream  # noqa: PLC0415
+
+    loop = asyncio.get_running_loop()
+    waiter: list[asyncio.Future[None]] = []
+
+    class Sink:
+        def receive(self, body: bytes) -> bool:
+            waiter[0].set_result(None)
+            return True
+
+        def refuse(self, error: FramingError | MessageTooLargeError) -> bool:
+            raise error
+
+    client, server = socket.socketpair()
+    client.setblocking(False)
+    transport, _ = await loop.connect_accepted_socket(
+        lambda: MessageStream(1 << 24, 8192, 60.0, lambda stream: stream.attach(Sink())), server
+    )
+
+    async def one(i: int) -> None:
+        waiter[:] = [loop.create_future()]
+        client.send(framed[i % len(framed)])
+        await waiter[0]
+
+    try:
+        return await _atime(one, n)
+    finally:
+        transport.close()
+        client.close()
+
+
 async def _hops(n: int) -> dict[str, Any]:
     from benchmarks.rpc import make_messages  # noqa: PLC0415
     from sessiond.formats.pi import encode_line  # noqa: PLC0415
@@ -152,6 +190,12 @@ async def _hops(n: int) -> dict[str, Any]:
         # waiting for each answer sends them)
         splitter = MessageSplitter(1 << 24, 8192)
         row("read + frame (MessageSplitter.feed)", _time(lambda i: splitter.feed(framed[i % 64]), n))
+        row(
+            "  from the socket to the connection (MessageStream.data_received)",
+            await _socket_to_connection(framed, n),
+            "event loop, recv(2), splitter, hand-over; with the harness's send(2) and wake-up",
+            part=False,
+        )
         # 2. parse
         row("parse the message (orjson via js_json.parse)", _time(lambda i: parse(bodies[i % 64]), n))
         # 3. validate the params

@@ -675,7 +675,8 @@ def _category(func: tuple[str, int, str], raw: dict[Any, Any], depth: int = 0) -
 # The path of one request through the daemon: (label, file suffix, function name, which time).
 # Coroutines are counted by cProfile per resumption; their cumtime is the time they ran.
 _REQUEST_PATH: list[tuple[str, str, str, str]] = [
-    ("read one message (MessageReader.read)", "sessiond/rpc/framing.py", "read", "cum"),
+    ("bytes to messages (MessageStream.data_received)", "sessiond/rpc/stream.py", "data_received", "tot"),
+    ("  cut the messages (MessageSplitter.feed)", "sessiond/rpc/framing.py", "feed", "cum"),
     ("parse, checks, pygls dispatch (Connection._receive)", "sessiond/rpc/connection.py", "_receive", "cum"),
     ("  pygls dispatch (_handle_request)", "pygls/protocol/json_rpc.py", "_handle_request", "cum"),
     ("the request (dispatch.answer: validate, handler)", "sessiond/rpc/dispatch.py", "answer", "cum"),

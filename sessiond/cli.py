@@ -35,6 +35,7 @@ from .cli_commands import register as register_session_commands
 from .cli_commands.base import (
     EXIT_INTERRUPTED,
     add_store_options,
+    non_negative,
     not_a_session_message,
     path_problem,
     started_notice,
@@ -54,16 +55,6 @@ def _leaf(value: str) -> str:
     if not value:
         raise argparse.ArgumentTypeError("an entry id, or 'null' for no leaf")
     return value
-
-
-def _non_negative(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
-    return n
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--compaction", action="store_true", help="also report token estimates and the compaction preparation"
     )
     p.add_argument(
-        "--keep", type=_non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)"
+        "--keep", type=non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)"
     )
     p.add_argument(
-        "--reserve", type=_non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)"
+        "--reserve", type=non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)"
     )
-    p.add_argument("--window", type=_non_negative, metavar="N", help="context window, enables shouldCompact")
+    p.add_argument("--window", type=non_negative, metavar="N", help="context window, enables shouldCompact")
     p.add_argument(
         "--estimator",
         choices=("pi", "tiktoken"),

@@ -38,12 +38,6 @@ STORAGE_ERROR = -32018
 LEAF_MISMATCH = -32012
 
 
-@pytest.fixture
-def cluster(nats_cluster: Cluster) -> Cluster:
-    """The run's shared cluster (a test that kills a node starts it again before it ends)."""
-    return nats_cluster
-
-
 def config(servers: list[str], stream: str, replicas: int = 3) -> str:
     urls = ", ".join(f'"{u}"' for u in servers)
     return (

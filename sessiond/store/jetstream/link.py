@@ -51,6 +51,9 @@ class Link:
         self.connected = threading.Event()
         self._spawned: set[concurrent.futures.Future[Any]] = set()
         self._closing = False
+        self.created: set[str] = set()
+        """The stream and buckets this link created because they did not exist (``sessiond gc``
+        refuses to read references from a stream it just made: a misnamed stream has none)."""
         try:
             self.call(self._connect(), settings.connect_timeout + 10)
         except BaseException:
@@ -151,6 +154,7 @@ class Link:
             self._kv = await self._js.create_key_value(
                 KeyValueConfig(bucket=s.kv_bucket, history=1, replicas=s.replicas, storage=StorageType.FILE)
             )
+            self.created.add(s.kv_bucket)
         try:
             self._objects = await self._js.object_store(s.object_bucket)
         except Exception:
@@ -158,6 +162,7 @@ class Link:
                 s.object_bucket,
                 ObjectStoreConfig(replicas=s.replicas, storage=StorageType.FILE),
             )
+            self.created.add(s.object_bucket)
 
     async def _ensure_stream(self) -> None:
         s = self.settings
@@ -176,6 +181,7 @@ class Link:
                 max_msg_size=-1,
             )
         )
+        self.created.add(s.stream)
 
     def close(self) -> None:
         """Finish the metadata updates still in flight (briefly), then disconnect."""

@@ -31,6 +31,7 @@ from nats.js.errors import NotFoundError
 
 from ...errors import ClusterUnavailableError, InvalidArgumentError
 from ...filehistory.references import snapshot_blobs
+from ...filehistory.states import is_sha256
 from .link import Link
 from .objects import RESTAMP_AFTER, StoredObject, object_stream, remove_object
 
@@ -132,8 +133,8 @@ def plan(
         ) from exc
     cutoff = started - grace
     for stored in objects:
-        if stored.deleted:
-            continue
+        if stored.deleted or not is_sha256(stored.name):
+            continue  # gone already; or not a blob (someone else's object): never ours to delete
         if stored.name in referenced:
             result.referenced += 1
         elif stored.stamped >= cutoff:

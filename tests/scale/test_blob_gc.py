@@ -105,7 +105,15 @@ async def test_unreferenced_blobs_go_referenced_and_recent_ones_stay(
         assert {sha(own), sha(shared), sha(live), sha(fresh)} <= stored
 
         # As if a grace after `between`: `own` is older, `fresh` younger.
-        plan = await asyncio.to_thread(collect.plan, link, GRACE, now=between + GRACE)
+        reports: list[tuple[str, int, int]] = []
+
+        def progress(stage: str, done: int, total: int) -> None:
+            reports.append((stage, done, total))
+
+        plan = await asyncio.to_thread(
+            lambda: collect.plan(link, GRACE, now=between + GRACE, progress=progress)
+        )
+        assert reports[-1] == ("scan", plan.messages, plan.messages)
         assert [c.object.name for c in plan.candidates] == [sha(own)]
         assert plan.candidates[0].object.size == len(own)
         assert plan.referenced == 2 and plan.recent == 1  # shared + live; fresh
@@ -123,8 +131,9 @@ async def test_unreferenced_blobs_go_referenced_and_recent_ones_stay(
         assert report["objects"]["kept"]["recent"] == 2 and report["objects"]["kept"]["referenced"] == 2
         assert set(await asyncio.to_thread(object_names, cluster, "obj-GC")) == stored
 
-        await asyncio.to_thread(collect.apply, link, plan)
+        await asyncio.to_thread(collect.apply, link, plan, progress)
         assert plan.deleted == [sha(own)] and not plan.changed and not plan.errors
+        assert reports[-1] == ("delete", 1, 1)
         left = set(await asyncio.to_thread(object_names, cluster, "obj-GC"))
         assert left == stored - {sha(own)}
         assert await asyncio.to_thread(link.call, read_object(link, sha(own))) is not None  # a marker

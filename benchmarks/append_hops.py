@@ -96,13 +96,52 @@ def hops(n: int) -> dict[str, Any]:
     return asyncio.run(_hops(n))
 
 
+async def _socket_to_connection(framed: list[bytes], n: int) -> float:
+    """CPU µs per message from a socket to the connection's hand: a socketpair, one framed
+    request sent at a time (plain ``send``), the loop run until the stream handed it on.
+
+    The StreamReader path this replaced cost 43-45 µs here against 26-27 (docs/append-path.md,
+    "The read side without StreamReader"); the harness's own send and future are in both."""
+    from sessiond.rpc.framing import FramingError, MessageTooLargeError  # noqa: PLC0415
+    from sessiond.rpc.stream import MessageStream  # noqa: PLC0415
+
+    loop = asyncio.get_running_loop()
+    waiter: list[asyncio.Future[None]] = []
+
+    class Sink:
+        def receive(self, body: bytes) -> bool:
+            waiter[0].set_result(None)
+            return True
+
+        def refuse(self, error: FramingError | MessageTooLargeError) -> bool:
+            raise error
+
+    client, server = socket.socketpair()
+    client.setblocking(False)
+    transport, _ = await loop.connect_accepted_socket(
+        lambda: MessageStream(1 << 24, 8192, 60.0, lambda stream: stream.attach(Sink())), server
+    )
+
+    async def one(i: int) -> None:
+        waiter[:] = [loop.create_future()]
+        client.send(framed[i % len(framed)])
+        await waiter[0]
+
+    try:
+        return await _atime(one, n)
+    finally:
+        transport.close()
+        client.close()
+
+
 async def _hops(n: int) -> dict[str, Any]:
     from benchmarks.rpc import make_messages  # noqa: PLC0415
     from sessiond.formats.pi import encode_line  # noqa: PLC0415
     from sessiond.model.js_json import dumps, parse  # noqa: PLC0415
     from sessiond.rpc.connection import Connection  # noqa: PLC0415
-    from sessiond.rpc.framing import Framing, MessageReader, frame  # noqa: PLC0415
+    from sessiond.rpc.framing import Framing, MessageSplitter, frame  # noqa: PLC0415
     from sessiond.rpc.methods import HANDLERS  # noqa: PLC0415
+    from sessiond.rpc.stream import MessageStream  # noqa: PLC0415
     from sessiond.service.config import load_config  # noqa: PLC0415
     from sessiond.service.service import Service  # noqa: PLC0415
     from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND  # noqa: PLC0415
@@ -118,7 +157,8 @@ async def _hops(n: int) -> dict[str, Any]:
         config = load_config({}, root=root / "store", socket=root / "s.sock")
         service = Service(config)
         writer = _Writer()
-        conn = Connection(asyncio.StreamReader(), writer, HANDLERS, service, config.limits, peer="hops")
+        stream = MessageStream(config.limits.max_message_bytes, config.limits.max_header_bytes, None)
+        conn = Connection(stream, writer, HANDLERS, service, config.limits, peer="hops")
         write_task = asyncio.ensure_future(conn._write_loop())
         loop = asyncio.get_running_loop()
         ids = iter(range(1, 1 << 30))
@@ -146,16 +186,16 @@ async def _hops(n: int) -> dict[str, Any]:
         bodies = [orjson.dumps(request(i, 1000 + i)) for i in range(64)]
         framed = [frame(b, Framing.LSP) for b in bodies]
 
-        # 1. read one message off the stream, in its framing
-        async def read_all(_: int) -> None:
-            stream = asyncio.StreamReader(limit=1 << 24)
-            stream.feed_data(b"".join(framed[i % 64] for i in range(n)))
-            stream.feed_eof()
-            mr = MessageReader(stream, 1 << 24, 8192, 60.0)
-            for _ in range(n):
-                await mr.read()
-
-        row("read + frame (MessageReader.read)", await _atime(read_all, 1) / n)
+        # 1. cut one message out of the bytes, in its framing (one read per message, as a client
+        # waiting for each answer sends them)
+        splitter = MessageSplitter(1 << 24, 8192)
+        row("read + frame (MessageSplitter.feed)", _time(lambda i: splitter.feed(framed[i % 64]), n))
+        row(
+            "  from the socket to the connection (MessageStream.data_received)",
+            await _socket_to_connection(framed, n),
+            "event loop, recv(2), splitter, hand-over; with the harness's send(2) and wake-up",
+            part=False,
+        )
         # 2. parse
         row("parse the message (orjson via js_json.parse)", _time(lambda i: parse(bodies[i % 64]), n))
         # 3. validate the params

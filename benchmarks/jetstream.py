@@ -11,6 +11,11 @@
    does; the local store (one directory: the rewind runs where the backups are) against the
    JetStream object store (R3: uploads, then downloads into the second cache).
 
+4. **blob gc** — ``sessiond gc``'s plan on a stream of many sessions (a tenth of the messages
+   snapshot lines naming blobs) and an object store holding referenced and unreferenced
+   blobs: seconds, messages/s and MiB/s of the scan, against an ordered consumer reading the
+   same stream without looking into the messages (runs alternated, medians).
+
 Needs the ``nats`` extra (``scripts/bootstrap dev`` installs it). Run:
 ``.venv/bin/python -m benchmarks.jetstream [--quick] [--n N]``; ``run_all`` runs it like every
 other benchmark.
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import os
 import sys
 import time
@@ -141,6 +148,95 @@ def bench_blobs(make: Callable[[str], Blobs], root: Path, small: int, big_mb: in
     return {"files": len(names), "mb": mb, "backup_s": backup, "rewind_s": rewind}
 
 
+def snapshot_line(i: int, shas: list[str]) -> bytes:
+    files = {f"f{j}.txt": {"kind": "file", "blob": sha, "mode": 420, "size": 1} for j, sha in enumerate(shas)}
+    entry = {
+        "type": "custom",
+        "customType": "sessiond.fileSnapshot",
+        "id": f"{i:08x}",
+        "data": {"messageId": "m", "kind": "update", "files": files},
+    }
+    return json.dumps(entry).encode() + b"\n"
+
+
+def bench_gc(cluster: Cluster, sessions: int, per: int, objects: int) -> dict[str, float]:
+    """The collector's plan (scan + object listing) against a bare read of the same stream."""
+    from sessiond.store.jetstream import collect  # noqa: PLC0415
+    from sessiond.store.jetstream.link import Link  # noqa: PLC0415
+
+    settings = JetStreamSettings(
+        servers=tuple(cluster.urls),
+        stream="GCBENCH",
+        subject_prefix="gcbench",
+        kv_bucket="gcbench",
+        object_bucket="gcbench",
+        replicas=1,
+    )
+    Link(settings).close()  # the stream and buckets exist before the collector's link
+    link = Link(settings)
+    try:
+        contents = [f"blob {i}".encode() for i in range(objects)]
+        shas = [hashlib.sha256(c).hexdigest() for c in contents]
+        named = shas[: objects // 2]
+        plain = json.dumps({"type": "message", "id": "x", "message": {"role": "user", "content": "y" * 300}})
+
+        async def fill() -> int:
+            total = 0
+            for s in range(sessions):
+                acks = []
+                for i in range(per):
+                    if i % 10 == 9:
+                        data = snapshot_line(i, named[(s * 3 + i) % len(named) :][:3])
+                    else:
+                        data = plain.encode() + b"\n"
+                    total += len(data)
+                    acks.append(await link.js.publish_async(f"gcbench.s{s}", data))
+                await asyncio.gather(*acks)
+            for content, sha in zip(contents, shas, strict=True):
+                await link.objects.put(sha, content)
+            return total
+
+        size = link.call(fill(), None)
+
+        async def bare() -> int:
+            info = await link.js.stream_info("GCBENCH")
+            sub = await link.js.subscribe("gcbench.>", ordered_consumer=True)
+            read = 0
+            try:
+                while read < (info.state.messages or 0):
+                    await sub.next_msg(timeout=30)
+                    read += 1
+            finally:
+                await sub.unsubscribe()
+            return read
+
+        plans, reads = [], []
+        for _ in range(3):
+            t = time.perf_counter()
+            plan = collect.plan(link, now=time.time() + collect.DEFAULT_GRACE + 60)
+            plans.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            assert link.call(bare(), None) == sessions * per
+            reads.append(time.perf_counter() - t)
+        assert plan.messages == sessions * per and len(plan.candidates) == objects - len(named)
+        plans.sort()
+        reads.sort()
+        return {
+            "messages": sessions * per,
+            "sessions": sessions,
+            "objects": objects,
+            "mb": size / (1 << 20),
+            "plan_s": plans[1],
+            "plan_min_s": plans[0],
+            "plan_max_s": plans[2],
+            "read_s": reads[1],
+            "read_min_s": reads[0],
+            "read_max_s": reads[2],
+        }
+    finally:
+        link.close()
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n", type=int, default=0, help="appends per store (default 500; quick 150)")
 
@@ -179,9 +275,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             finally:
                 store.close()
+            sessions, per = (20, 50) if n < 100 else (100, 100) if args.quick else (200, 250)
+            gc = bench_gc(cluster, sessions, per, objects=200)
     finally:
         scratch.cleanup()
-    return {"appends": n, "notifications": min(n, 200), "append": rows, "notify": notify, "blobs": blobs}
+    return {
+        "appends": n,
+        "notifications": min(n, 200),
+        "append": rows,
+        "notify": notify,
+        "blobs": blobs,
+        "gc": gc,
+    }
 
 
 def report(res: dict[str, Any]) -> None:
@@ -210,6 +315,22 @@ def report(res: dict[str, Any]) -> None:
                 f"   rewind {r['rewind_s']:6.2f} s ({r['mb'] / r['rewind_s']:6.1f} MiB/s)"
             )
 
+    gc = res.get("gc")
+    if gc:
+        print(
+            f"\nblob gc plan: {gc['messages']} messages of {gc['sessions']} sessions ({gc['mb']:.1f} MiB), "
+            f"{gc['objects']} objects (median of 3, alternated with a bare read of the stream)"
+        )
+        print(
+            f"{'plan':<18} {gc['plan_s']:6.2f} s ({gc['plan_min_s']:.2f}-{gc['plan_max_s']:.2f})"
+            f"  {gc['messages'] / gc['plan_s']:8.0f} messages/s  {gc['mb'] / gc['plan_s']:6.1f} MiB/s"
+        )
+        print(
+            f"{'bare read':<18} {gc['read_s']:6.2f} s ({gc['read_min_s']:.2f}-{gc['read_max_s']:.2f})"
+            f"  {gc['messages'] / gc['read_s']:8.0f} messages/s"
+            f"   x{gc['plan_s'] / gc['read_s']:.2f} for the plan"
+        )
+
 
 def extract(d: dict[str, Any]) -> Extract:
     """JetStream appends against the local store's; the other daemon's subscriber against the
@@ -236,6 +357,12 @@ def extract(d: dict[str, Any]) -> Extract:
             local["rewind_s"],
         )
         e.notes.append(f"file history: {local['files']} files, {local['mb']:.1f} MiB")
+    gc = d.get("gc")
+    if gc:
+        e.add("blob gc plan", gc["plan_s"], "s", "a bare read of the stream", gc["read_s"])
+        e.notes.append(
+            f"blob gc: {gc['messages']} messages, {gc['sessions']} sessions, {gc['objects']} objects"
+        )
     return e
 
 

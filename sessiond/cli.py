@@ -35,11 +35,12 @@ from .cli_commands import register as register_session_commands
 from .cli_commands.base import (
     EXIT_INTERRUPTED,
     add_store_options,
+    non_negative,
     not_a_session_message,
     path_problem,
     started_notice,
 )
-from .errors import NotASessionError, SessiondError
+from .errors import InvalidArgumentError, NotASessionError, SessiondError
 from .inspection import InspectOptions, inspect_file
 from .model.js_json import stringify
 
@@ -54,16 +55,6 @@ def _leaf(value: str) -> str:
     if not value:
         raise argparse.ArgumentTypeError("an entry id, or 'null' for no leaf")
     return value
-
-
-def _non_negative(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {n}")
-    return n
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--compaction", action="store_true", help="also report token estimates and the compaction preparation"
     )
     p.add_argument(
-        "--keep", type=_non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)"
+        "--keep", type=non_negative, default=20000, metavar="N", help="keepRecentTokens (default 20000)"
     )
     p.add_argument(
-        "--reserve", type=_non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)"
+        "--reserve", type=non_negative, default=16384, metavar="N", help="reserveTokens (default 16384)"
     )
-    p.add_argument("--window", type=_non_negative, metavar="N", help="context window, enables shouldCompact")
+    p.add_argument("--window", type=non_negative, metavar="N", help="context window, enables shouldCompact")
     p.add_argument(
         "--estimator",
         choices=("pi", "tiktoken"),
@@ -160,13 +151,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="show (and with --apply, remove) what the store no longer needs",
         description=(
             "File history of sessions that no longer exist goes to the store's trash; trash older "
-            "than --keep-days is deleted. Without --apply nothing is touched: the report says what would be."
+            "than --keep-days is deleted. With the JetStream store, blobs of the object store that no "
+            "session's file history names and that were stamped more than --grace-hours ago are "
+            "deleted. Without --apply nothing is touched: the report says what would be."
         ),
     )
     add_store_options(p)
     p.add_argument("--apply", action="store_true", help="carry it out (default: only report)")
     p.add_argument(
         "--keep-days", type=float, default=30.0, metavar="N", help="keep trash this long (default 30)"
+    )
+    p.add_argument(
+        "--grace-hours",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="JetStream store: keep unreferenced blobs stamped within H hours (default 24, at least 2)",
     )
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.set_defaults(handler=_cmd_gc)
@@ -299,6 +299,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
+    from .cli_commands.blob_gc import BlobCollection  # noqa: PLC0415
     from .service.catalog import Catalog  # noqa: PLC0415
     from .store import gc  # noqa: PLC0415
     from .store.listing import ListingCache  # noqa: PLC0415
@@ -317,27 +318,50 @@ def _cmd_gc(args: argparse.Namespace) -> int:
         return True
 
     report = gc.plan(config.layout, exists, args.keep_days)
-    if args.apply:
-        gc.apply(config.layout, report)
+    blobs: BlobCollection | None = None
+    if config.store_backend == "jetstream":
+        try:  # planned before anything changes: a cluster that cannot be read refuses the run
+            blobs = BlobCollection(config.jetstream, args.grace_hours * 3600)
+        except InvalidArgumentError as exc:
+            return _fail("gc", f"--grace-hours: {exc.message}", EXIT_BAD_INPUT, args.json)
+        except SessiondError as exc:
+            return _fail("gc", exc.message, EXIT_UNAVAILABLE, args.json)
+    try:
+        if args.apply:
+            if blobs is not None:
+                blobs.apply()
+            gc.apply(config.layout, report)
+    finally:
+        if blobs is not None:
+            blobs.close()
+    items = [i.as_json() for i in report.items] + (blobs.items() if blobs is not None else [])
+    errors = report.errors + (blobs.errors() if blobs is not None else [])
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
-        return EXIT_OK if not report.errors else EXIT_INTERNAL
+        out = report.as_json()
+        out.update(items=items, bytes=sum(i["bytes"] for i in items), errors=errors)
+        if blobs is not None:
+            out["objects"] = blobs.plan.as_json()
+        print(json.dumps(out, indent=2))
+        return EXIT_OK if not errors else EXIT_INTERNAL
     verb = {
         "trash": "moved to trash" if args.apply else "would move to trash",
         "delete": "deleted" if args.apply else "would delete",
     }
-    for item in report.items:
-        print(f"{verb[item.action]:>20}  {item.bytes / 1e6:9.1f} MB  {item.path}  ({item.reason})")
-    total = sum(i.bytes for i in report.items) / 1e6
-    if not report.items:
+    for item in items:
+        where = item.get("path") or item["object"]
+        print(f"{verb[item['action']]:>20}  {item['bytes'] / 1e6:9.1f} MB  {where}  ({item['reason']})")
+    total = sum(i["bytes"] for i in items) / 1e6
+    if not items:
         print("nothing to collect")
     elif not args.apply:
-        print(f"{len(report.items)} item(s), {total:.1f} MB; run with --apply to carry it out")
+        print(f"{len(items)} item(s), {total:.1f} MB; run with --apply to carry it out")
     else:
-        print(f"{len(report.items)} item(s), {total:.1f} MB collected")
-    for error in report.errors:
+        print(f"{len(items)} item(s), {total:.1f} MB collected")
+    if blobs is not None:
+        print(blobs.summary())
+    for error in errors:
         print(f"sessiond gc: {error}", file=sys.stderr)
-    return EXIT_OK if not report.errors else EXIT_INTERNAL
+    return EXIT_OK if not errors else EXIT_INTERNAL
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,15 +29,25 @@ class SessiondError(Exception):
         self.data = data
 
 
-class NotASessionError(SessiondError):
+class PathError(SessiondError):
+    """Base of the errors about one file or directory, for one reason: the message is the
+    type's ``template`` filled with both, ``data`` carries ``path`` and ``reason`` (then
+    anything more the type adds). A storage error unless the type says otherwise."""
+
+    error_code = ErrorCode.STORAGE_ERROR
+    template: ClassVar[str] = "{path!r}: {reason}"
+
+    def __init__(self, path: str, reason: str, **data: Any) -> None:
+        super().__init__(self.template.format(path=path, reason=reason), path=path, reason=reason, **data)
+        self.path = path
+        self.reason = reason
+
+
+class NotASessionError(PathError):
     """A file that is not a session in the format it was read as."""
 
     error_code = ErrorCode.NOT_A_SESSION
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path} is not a valid Pi session: {reason}", path=path, reason=reason)
-        self.path = path
-        self.reason = reason
+    template = "{path} is not a valid Pi session: {reason}"
 
 
 class EntryNotFoundError(SessiondError):
@@ -181,17 +191,11 @@ class ClusterUnavailableError(JournalError):
         self.reason = reason
 
 
-class SessionChangedError(SessiondError):
+class SessionChangedError(PathError):
     """The session file was truncated, replaced or deleted by someone else; reload it."""
 
     error_code = ErrorCode.SESSION_CHANGED
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(
-            f"Session file {path} changed underneath sessiond: {reason}", path=path, reason=reason
-        )
-        self.path = path
-        self.reason = reason
+    template = "Session file {path} changed underneath sessiond: {reason}"
 
 
 class LeafMismatchError(SessiondError):

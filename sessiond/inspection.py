@@ -137,15 +137,7 @@ def describe_session(
     }
     if options.compaction:
         result["compaction"] = _compaction_report(branch, projection, options, estimator, clip)
-    td = tree.diagnostics()
-    result["diagnostics"] = {
-        **diag.as_json(),
-        "duplicateIds": td.duplicate_ids,
-        "orphans": td.orphans,
-        "selfParents": td.self_parents,
-        "cycles": td.cycles,
-        "entriesWithoutId": td.entries_without_id,
-    }
+    result["diagnostics"] = {**diag.as_json(), **tree.diagnostics().as_json()}
     return result
 
 
@@ -379,16 +371,8 @@ def describe_claude_code(
         report["preparation"] = None
         report["reason"] = "claude_code_transcript"
         result["compaction"] = report
-    td = tree.diagnostics()
     listing = cc.listing_fields(t)
-    result["diagnostics"] = {
-        **t.diagnostics.as_json(),
-        "duplicateIds": td.duplicate_ids,
-        "orphans": td.orphans,
-        "selfParents": td.self_parents,
-        "cycles": td.cycles,
-        "entriesWithoutId": td.entries_without_id,
-    }
+    result["diagnostics"] = {**t.diagnostics.as_json(), **tree.diagnostics().as_json()}
     result["claudeCode"] = {
         "leafRule": rec.rule if rec is not None else None,
         "reconstruction": rec.diagnostics if rec is not None else None,
@@ -476,13 +460,6 @@ def describe_foreign(session: Any, options: InspectOptions, file: str = "<memory
         report["preparation"] = None
         report["reason"] = "read_only_session"
         result["compaction"] = report
-    td = session.tree.diagnostics()
-    result["diagnostics"] = {
-        "duplicateIds": td.duplicate_ids,
-        "orphans": td.orphans,
-        "selfParents": td.self_parents,
-        "cycles": td.cycles,
-        "entriesWithoutId": td.entries_without_id,
-    }
+    result["diagnostics"] = session.tree.diagnostics().as_json()
     result["agent"] = {k: v for k, v in diagnostics.items() if k != "format"}
     return result

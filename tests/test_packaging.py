@@ -18,6 +18,8 @@ import json
 import os
 import shutil
 import site
+import socket
+import stat
 import subprocess
 import sys
 import time
@@ -49,18 +51,72 @@ def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return done
 
 
+SKIPPED = shutil.ignore_patterns(
+    ".git", ".venv", ".cache", "node_modules", "build", "dist", "*.egg-info", "__pycache__", "tests"
+)
+"""What the build needs no copy of (by name, at any depth)."""
+
+SCRATCH = ("benchmarks/out",)
+"""Directories of the checkout that other runs write into while this one copies (a running
+benchmark's live socket, its reports): never part of a build."""
+
+
+def copy_sources(repo: Path, target: Path) -> None:
+    """Copy the checkout for a build: regular files, directories and links only — a socket or
+    a FIFO someone else left (or is using) cannot be copied and is no source."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        skipped = set(SKIPPED(directory, names))
+        where = Path(directory)
+        for name in names:
+            path = where / name
+            if path.relative_to(repo).as_posix() in SCRATCH:
+                skipped.add(name)
+                continue
+            try:
+                mode = path.lstat().st_mode
+            except FileNotFoundError:  # gone since it was listed
+                skipped.add(name)
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                skipped.add(name)
+        return skipped
+
+    shutil.copytree(repo, target, ignore=ignore, symlinks=True)
+
+
+def test_the_build_copy_skips_sockets_fifos_and_benchmark_output(tmp_path: Path) -> None:
+    """A benchmark running beside the tests leaves a live socket under benchmarks/out (and
+    other helpers' runs write there): the copy the wheel is built from skips them."""
+    repo = tmp_path / "repo"
+    (repo / "sessiond").mkdir(parents=True)
+    (repo / "sessiond" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "out").mkdir(parents=True)
+    (repo / "benchmarks" / "run.py").write_text("")
+    (repo / "benchmarks" / "out" / "report.json").write_text("{}")
+    os.mkfifo(repo / "sessiond" / "pipe")
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(repo / "benchmarks" / "out" / "daemon.sock"))
+        listener.listen()
+        socket_elsewhere = socket.socket(socket.AF_UNIX)
+        socket_elsewhere.bind(str(repo / "s.sock"))
+        try:
+            copy_sources(repo, tmp_path / "copy")
+        finally:
+            socket_elsewhere.close()
+    finally:
+        listener.close()
+    copied = sorted(p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*"))
+    assert copied == ["benchmarks", "benchmarks/run.py", "sessiond", "sessiond/__init__.py"]
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # A copy of the sources, so the build's scratch files never land in the checkout.
     src = out / "src"
-    shutil.copytree(
-        REPO,
-        src,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".cache", "node_modules", "build", "dist", "*.egg-info", "__pycache__", "tests"
-        ),
-    )
+    copy_sources(REPO, src)
     _run(
         [
             sys.executable,

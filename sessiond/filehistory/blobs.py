@@ -65,6 +65,14 @@ def hash_fd(fd: int) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def copy_fd(fd: int, sink: HashingWriter) -> None:
+    """Stream what can be read from ``fd`` (from its current offset) into ``sink``."""
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    while n := os.readv(fd, [buf]):
+        sink.write(view[:n])
+
+
 def fsync_dir(directory: Path | str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -212,53 +220,24 @@ class BlobStore:
 
     def put_fd(self, fd: int) -> tuple[str, int]:
         """Store what can be read from ``fd`` (from its current offset). Returns ``(sha256, size)``."""
-        tmp_fd, tmp = self._create_tmp()
-        try:
-            try:
-                digest = hashlib.sha256()
-                buf = bytearray(CHUNK)
-                view = memoryview(buf)
-                size = 0
-                while True:
-                    n = os.readv(fd, [buf])
-                    if n == 0:
-                        break
-                    digest.update(view[:n])
-                    write_all(tmp_fd, view[:n])
-                    size += n
-                sha = digest.hexdigest()
-                if self._present(sha, size):
-                    os.unlink(tmp)
-                    return sha, size
-                os.fchmod(tmp_fd, _BLOB_MODE)
-                os.fsync(tmp_fd)
-            finally:
-                os.close(tmp_fd)
-            self._install(tmp, sha)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        return sha, size
+
+        def fill(sink: HashingWriter) -> tuple[str, int]:
+            copy_fd(fd, sink)
+            return sink.digest.hexdigest(), sink.size
+
+        return self._write(fill)
 
     def put_bytes(self, data: bytes) -> str:
         """Store ``data``; returns its sha256."""
         sha = hashlib.sha256(data).hexdigest()
         if self._present(sha, len(data)):
             return sha
-        tmp_fd, tmp = self._create_tmp()
-        try:
-            try:
-                write_all(tmp_fd, data)
-                os.fchmod(tmp_fd, _BLOB_MODE)
-                os.fsync(tmp_fd)
-            finally:
-                os.close(tmp_fd)
-            self._install(tmp, sha)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+
+        def fill(sink: HashingWriter) -> tuple[str, int]:
+            write_all(sink.fd, data)  # (hashed above already)
+            return sha, len(data)
+
+        self._write(fill)
         return sha
 
     def put_from(self, sha: str, fill: Callable[[HashingWriter], None]) -> int:
@@ -267,27 +246,15 @@ class BlobStore:
         :class:`BlobCorruptError`, nothing kept). Returns the size. Like the other writes: temp
         file, read-only, ``fsync``, rename."""
         self.path(sha)  # a malformed id is refused before anything is created
-        tmp_fd, tmp = self._create_tmp()
-        try:
-            try:
-                sink = HashingWriter(tmp_fd)
-                fill(sink)
-                got = sink.digest.hexdigest()
-                if got != sha:
-                    raise BlobCorruptError(sha, f"the {sink.size} bytes received hash to {got}")
-                if self._present(sha, sink.size):
-                    os.unlink(tmp)
-                    return sink.size
-                os.fchmod(tmp_fd, _BLOB_MODE)
-                os.fsync(tmp_fd)
-            finally:
-                os.close(tmp_fd)
-            self._install(tmp, sha)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        return sink.size
+
+        def checked(sink: HashingWriter) -> tuple[str, int]:
+            fill(sink)
+            got = sink.digest.hexdigest()
+            if got != sha:
+                raise BlobCorruptError(sha, f"the {sink.size} bytes received hash to {got}")
+            return sha, sink.size
+
+        return self._write(checked)[1]
 
     def link_into(self, other: BlobStore, shas: Iterable[str]) -> int:
         """Give ``other`` (a fork's store) the blobs ``shas``: hard links, or copies where links
@@ -323,6 +290,30 @@ class BlobStore:
         return added
 
     # ------------------------------------------------------------------ internals
+
+    def _write(self, fill: Callable[[HashingWriter], tuple[str, int]]) -> tuple[str, int]:
+        """The one way a blob is written, so that every writer is as crash-safe: ``fill`` writes
+        the bytes into a temporary file and says ``(sha256, size)``; a blob already present with
+        that size is kept (the temporary file is dropped), else the file is made read-only,
+        flushed with ``fsync`` and renamed to its name (the directory flushed too). Whatever
+        fails, no temporary file stays behind."""
+        tmp_fd, tmp = self._create_tmp()
+        try:
+            try:
+                sha, size = fill(HashingWriter(tmp_fd))
+                if self._present(sha, size):
+                    os.unlink(tmp)
+                    return sha, size
+                os.fchmod(tmp_fd, _BLOB_MODE)
+                os.fsync(tmp_fd)
+            finally:
+                os.close(tmp_fd)
+            self._install(tmp, sha)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return sha, size
 
     def _create_tmp(self) -> tuple[int, Path]:
         if not self.blobs_dir.is_dir():

@@ -1,9 +1,10 @@
 """The file history's exception types (docs/file-history.md).
 
 Each carries what a client needs to explain it (which path, which blob, why) in ``data`` and
-its JSON-RPC code in ``error_code``, like the types of :mod:`sessiond.errors`. A rewind does not
-raise these per file: it reports them as the file's ``status`` and ``reason`` and goes on with
-the others.
+its JSON-RPC code in ``error_code``, like the types of :mod:`sessiond.errors` (those about one
+path share :class:`~sessiond.errors.PathError`; a storage error unless a type says
+otherwise). A rewind does not raise these per file: it reports them as the file's ``status``
+and ``reason`` and goes on with the others.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from sessiond_protocol.errors import ErrorCode
 
-from ..errors import CheckpointNotFoundError, SessiondError
+from ..errors import CheckpointNotFoundError, PathError, SessiondError
 
 __all__ = [
     "BlobCorruptError",
@@ -34,17 +35,13 @@ class FileHistoryError(SessiondError):
     error_code = ErrorCode.STORAGE_ERROR
 
 
-class PathRefusedError(FileHistoryError):
+class PathRefusedError(PathError, FileHistoryError):
     """A path sessiond will not read or write: outside the session's cwd and configured roots, a
     directory on the way that is a symlink, a symlink where a file is to be written, a directory
     or a device where a file is expected. Never overridden, not even by ``force``."""
 
     error_code = ErrorCode.PATH_REFUSED
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"Refused {path!r}: {reason}", path=path, reason=reason)
-        self.path = path
-        self.reason = reason
+    template = "Refused {path!r}: {reason}"
 
 
 class RootChangedError(PathRefusedError):
@@ -62,48 +59,30 @@ class RootChangedError(PathRefusedError):
         recorded: dict[str, int] | None,
         current: dict[str, int] | None,
     ) -> None:
-        FileHistoryError.__init__(
-            self,
-            f"Refused {root!r}: {reason}",
-            path=root,
-            reason=reason,
-            recorded=recorded,
-            current=current,
-        )
-        self.path = root
-        self.reason = reason
+        super().__init__(root, reason, recorded=recorded, current=current)
         self.recorded = recorded
         self.current = current
 
 
-class FileAccessError(FileHistoryError):
+class FileAccessError(PathError, FileHistoryError):
     """The operating system refused to read or write a user's file (permissions, I/O, space)."""
 
-    error_code = ErrorCode.STORAGE_ERROR
+    template = "Cannot access {path!r}: {reason}"
 
     def __init__(self, path: str, reason: str, errno: int | None = None) -> None:
-        super().__init__(f"Cannot access {path!r}: {reason}", path=path, reason=reason, errno=errno)
-        self.path = path
-        self.reason = reason
+        super().__init__(path, reason, errno=errno)
         self.errno = errno
 
 
-class FileChangedError(FileHistoryError):
+class FileChangedError(PathError, FileHistoryError):
     """A file was not in the state an operation was planned against (someone changed it since);
     nothing was written from the plan."""
 
-    error_code = ErrorCode.STORAGE_ERROR
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path!r} changed: {reason}", path=path, reason=reason)
-        self.path = path
-        self.reason = reason
+    template = "{path!r} changed: {reason}"
 
 
 class BlobMissingError(FileHistoryError):
     """A snapshot refers to a blob the session's store does not hold."""
-
-    error_code = ErrorCode.STORAGE_ERROR
 
     def __init__(self, sha: str) -> None:
         super().__init__(f"Backup {sha} is missing from the file history", blob=sha)
@@ -113,8 +92,6 @@ class BlobMissingError(FileHistoryError):
 class BlobCorruptError(FileHistoryError):
     """A blob whose content no longer hashes to its name (nothing was written from it)."""
 
-    error_code = ErrorCode.STORAGE_ERROR
-
     def __init__(self, sha: str, reason: str) -> None:
         super().__init__(f"Backup {sha} is damaged: {reason}", blob=sha, reason=reason)
         self.sha = sha
@@ -123,8 +100,6 @@ class BlobCorruptError(FileHistoryError):
 
 class InvalidSnapshotError(FileHistoryError):
     """Snapshot data (or a blob id in it) that does not have the documented shape."""
-
-    error_code = ErrorCode.STORAGE_ERROR
 
     def __init__(self, reason: str, **data: Any) -> None:
         super().__init__(f"Invalid file-history snapshot: {reason}", reason=reason, **data)

@@ -7,8 +7,9 @@ the same content is stored once however many sessions and daemons back it up), a
 :class:`SharedBlobs` keeps the local :class:`~.blobs.BlobStore` in front of it:
 
 * **put**: stored locally first (streamed, hashed), then uploaded unless the remote store
-  already holds that hash — and only then does ``put`` return, so a snapshot entry persisted
-  after it never names a blob another daemon cannot fetch.
+  already holds that hash (then kept there: :meth:`RemoteBlobs.keep`) — and only then does
+  ``put`` return, so a snapshot entry persisted after it never names a blob another daemon
+  cannot fetch.
 * **open**: from the local directory; a blob this daemon has not seen is downloaded into it
   first (streamed, re-hashed on the way: a wrong copy is never kept), so every reader gets a
   real file and reads it once from the cluster.
@@ -35,6 +36,12 @@ class RemoteBlobs(Protocol):
 
     def size(self, sha: str) -> int | None:
         """The size of blob ``sha`` if the store holds it whole (its recorded digest is ``sha``)."""
+        ...
+
+    def keep(self, sha: str, size: int) -> bool:
+        """Whether the store holds blob ``sha`` (``size`` bytes) whole — and will keep it while
+        a snapshot naming it is committed: a store that collects unreferenced blobs after a
+        grace period restarts that period here. False: upload it."""
         ...
 
     def upload(self, sha: str, size: int, source: BinaryIO) -> None:
@@ -130,7 +137,7 @@ class SharedBlobs:
         with self._lock:
             if sha in self._uploaded:
                 return
-        if self.remote.size(sha) != size:
+        if not self.remote.keep(sha, size):
             with self.local.open(sha) as source:
                 self.remote.upload(sha, size, source)
         with self._lock:

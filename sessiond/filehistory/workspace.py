@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import errno as errno_codes
-import hashlib
 import os
 import re
 import secrets
@@ -47,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, TypeAlias
 
-from .blobs import CHUNK, Blobs, hash_fd, write_all
+from .blobs import Blobs, HashingWriter, copy_fd, hash_fd
 from .errors import (
     BlobCorruptError,
     FileAccessError,
@@ -606,22 +605,12 @@ class Workspace:
             fd = os.open(tmp, _TMP_FLAGS, 0o600, dir_fd=dfd)
             try:
                 try:
-                    digest = hashlib.sha256()
-                    buf = bytearray(CHUNK)
-                    view = memoryview(buf)
-                    size = 0
-                    while True:
-                        n = os.readv(src.fileno(), [buf])
-                        if not n:
-                            break
-                        digest.update(view[:n])
-                        write_all(fd, view[:n])
-                        size += n
+                    sink = HashingWriter(fd)
+                    copy_fd(src.fileno(), sink)
                     # The blob is re-hashed on the way: a damaged backup is never written.
-                    if digest.hexdigest() != target.blob or size != target.size:
-                        raise BlobCorruptError(
-                            target.blob, f"read {size} bytes hashing to {digest.hexdigest()}"
-                        )
+                    got = sink.digest.hexdigest()
+                    if got != target.blob or sink.size != target.size:
+                        raise BlobCorruptError(target.blob, f"read {sink.size} bytes hashing to {got}")
                     os.fchmod(fd, target.mode)
                     os.fsync(fd)
                 finally:

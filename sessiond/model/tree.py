@@ -46,6 +46,16 @@ class TreeDiagnostics:
     entries_without_id: int = 0
     """lines that parsed but carry no usable id (non-objects, or objects without ``id``)."""
 
+    def as_json(self) -> dict[str, Any]:
+        """The fields as ``inspect`` reports them (beside the file's own diagnostics)."""
+        return {
+            "duplicateIds": self.duplicate_ids,
+            "orphans": self.orphans,
+            "selfParents": self.self_parents,
+            "cycles": self.cycles,
+            "entriesWithoutId": self.entries_without_id,
+        }
+
 
 class SessionTree:
     """Index over the non-header lines of a session (Pi's ``byId``, labels and leaf)."""

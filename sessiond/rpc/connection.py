@@ -1,14 +1,17 @@
 """One client connection: framing, the lifecycle, limits, backpressure.
 
-Bytes in are read as messages in the framing the client chose (``framing.py``) and parsed with
-orjson; requests go to the method table (``dispatch.py``) — lifecycle requests answered at
+Messages come in whole: a byte stream (``stream.py``) cuts them out of the bytes in the framing the
+client chose and hands each to :meth:`Connection.receive` from the event loop's callback (no read
+task); a WebSocket's are read by :meth:`Connection._read_loop`. They are parsed with orjson;
+requests go to the method table (``dispatch.py``) — lifecycle requests answered at
 receipt, a buffered ``session/append`` too when nothing else of the connection is in flight,
 the others as tasks of the connection's JSON-RPC engine (pygls, ``engine.py``), which also
 cancels them and carries the server's own requests to the client. Everything a client
 can do wrong before a handler runs is answered here with its precise error: not JSON, not
 JSON-RPC, no ``initialize`` yet, an unknown method, too many requests in flight, an id still
 in use. Messages out are queued, bounded (a client that stops reading cannot grow the daemon's
-memory; it is disconnected), and written in the client's framing at the end of the loop tick
+memory: its requests are not read while its answers are backed up, and past
+``max_queued_bytes`` it is disconnected), and written in the client's framing at the end of the loop tick
 that queued them (one ``write`` for all of it), by the write loop only while the socket is
 backed up.
 
@@ -39,7 +42,8 @@ from ..service.config import Limits
 from .dispatch import Daemon, Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
-from .framing import Framing, FramingError, MessageReader, MessageSource, MessageTooLargeError, frame
+from .framing import Framing, FramingError, MessageSource, MessageTooLargeError, frame
+from .stream import MessageStream
 
 if TYPE_CHECKING:
     from ..service.service import Service
@@ -59,7 +63,7 @@ class Connection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader | MessageSource,
+        source: MessageStream | MessageSource,
         writer: Any,
         methods: Mapping[str, Method],
         service: Service,
@@ -68,31 +72,22 @@ class Connection:
         peer: str = "",
         auth_token: str | None = None,
         on_close: Callable[[Connection], None] | None = None,
-        header_timeout: bool = True,
     ) -> None:
-        """``header_timeout=False`` (stdio: its one client owns the process) waits for headers
-        forever instead of closing after ``limits.header_timeout``.
-
-        ``reader`` is a byte stream (framed here) or a transport that already delivers whole
-        messages (a WebSocket: :mod:`sessiond.web.transport`); ``writer`` gets each framed
-        message in one ``write`` call."""
+        """``source`` is a byte stream, which hands this connection its messages as they arrive
+        (:mod:`sessiond.rpc.stream`), or a transport that already delivers whole messages and
+        is read by this connection (a WebSocket: :mod:`sessiond.web.transport`); ``writer``
+        gets each framed message in one ``write`` call."""
         self.id = next(_ids)
         self.peer = peer
         self.methods = methods
         self.service = service
         self.limits = limits
-        self._reader: MessageSource = (
-            MessageReader(
-                reader,
-                limits.max_message_bytes,
-                limits.max_header_bytes,
-                limits.header_timeout if header_timeout else None,
-            )
-            if isinstance(reader, asyncio.StreamReader)
-            else reader
-        )
+        self._source = source
+        self._stream = source if isinstance(source, MessageStream) else None
+        if self._stream is not None:
+            self._stream.attach(self)
         self._writer = writer
-        self._joins = isinstance(reader, asyncio.StreamReader)
+        self._joins = self._stream is not None
         """A byte stream: queued messages may be joined into one write."""
         self._auth_token = auth_token
         self._on_close = on_close
@@ -127,7 +122,7 @@ class Connection:
 
     @property
     def framing(self) -> Framing:
-        return self._reader.framing or Framing.LSP
+        return self._source.framing or Framing.LSP
 
     @property
     def in_flight(self) -> int:
@@ -138,7 +133,7 @@ class Connection:
     async def run(self) -> None:
         writer_task = asyncio.ensure_future(self._write_loop())
         try:
-            if await self._read_loop():
+            if await (self._stream.ended if self._stream is not None else self._read_loop()):
                 await self._answer_what_was_asked()
         finally:
             await self._finish(writer_task)
@@ -167,32 +162,44 @@ class Connection:
             idle.cancel()
 
     async def _read_loop(self) -> bool:
-        """Read and dispatch until the stream ends, cannot be read any more, or the client says
-        ``exit``; then True: what it asked so far is still answered. False: it is gone."""
+        """Read and dispatch a message source until it ends, cannot be read any more, or the
+        client says ``exit``; then True: what it asked so far is still answered. False: it is
+        gone. (A byte stream is not read here: it calls :meth:`receive` itself.)"""
+        source = self._source
+        assert not isinstance(source, MessageStream)
         while not self.closed:
             try:
-                body = await self._reader.read()
-            except MessageTooLargeError as exc:
-                data: Json = {"limit": exc.limit}
-                if not exc.in_sync:
-                    data["closing"] = True
-                self._error(None, ErrorCode.MESSAGE_TOO_LARGE, str(exc), data)
-                if exc.in_sync:
+                body = await source.read()
+            except (MessageTooLargeError, FramingError) as exc:
+                if self.refuse(exc):
                     continue
-                log.info("connection %s (%s): %s", self.id, self.peer, exc)
-                return True
-            except FramingError as exc:
-                message = f"Cannot read the message stream: {exc}"
-                self._error(None, ErrorCode.PARSE_ERROR, message, {"closing": True})
-                log.info("connection %s (%s): %s", self.id, self.peer, exc)
                 return True
             except (ConnectionError, OSError):
                 return False
             if body is None:
                 return True
-            self._receive(body)
-            if self.exited:
+            if not self.receive(body):
+                return self.exited
+        return False
+
+    def receive(self, body: bytes) -> bool:
+        """One message from the client; False once nothing more is to be read from it."""
+        self._receive(body)
+        return not (self.exited or self.closed)
+
+    def refuse(self, exc: MessageTooLargeError | FramingError) -> bool:
+        """Answer what could not be read as a message; False: the stream cannot go on."""
+        if isinstance(exc, MessageTooLargeError):
+            data: Json = {"limit": exc.limit}
+            if not exc.in_sync:
+                data["closing"] = True
+            self._error(None, ErrorCode.MESSAGE_TOO_LARGE, str(exc), data)
+            if exc.in_sync:
                 return True
+        else:
+            message = f"Cannot read the message stream: {exc}"
+            self._error(None, ErrorCode.PARSE_ERROR, message, {"closing": True})
+        log.info("connection %s (%s): %s", self.id, self.peer, exc)
         return False
 
     def _flush_soon(self) -> None:
@@ -288,7 +295,7 @@ class Connection:
     def close(self) -> None:
         """Stop reading and close once what is queued has been sent."""
         self.closed = True
-        self._reader.feed_eof()
+        self._source.feed_eof()
 
     # ------------------------------------------------------------------ incoming
 

@@ -40,6 +40,7 @@ from ..service.config import Config, ConfigError
 from ..service.service import Service
 from .connection import Connection
 from .methods import HANDLERS
+from .stream import MessageStream, OpenCallback, OutFlow
 
 if TYPE_CHECKING:
     from ..web.server import ViewerServer
@@ -168,9 +169,9 @@ class Daemon:
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(self, reader: Any, writer: Any, peer: str, token: str | None) -> Connection:
+    def _connection(self, source: Any, writer: Any, peer: str, token: str | None) -> Connection:
         conn = Connection(
-            reader,
+            source,
             writer,
             HANDLERS,
             self.service,
@@ -178,7 +179,6 @@ class Daemon:
             peer=peer,
             auth_token=token,
             on_close=self._closed,
-            header_timeout=peer != "stdio",
         )
         conn.daemon = self
         self.connections.add(conn)
@@ -198,33 +198,47 @@ class Daemon:
             if task is not None:
                 self._tasks.discard(task)
 
-    def _full(self, writer: asyncio.StreamWriter) -> bool:
+    def _stream(self, on_open: OpenCallback, *, header_timeout: bool = True) -> MessageStream:
+        limits = self.config.limits
+        timeout = limits.header_timeout if header_timeout else None
+        return MessageStream(limits.max_message_bytes, limits.max_header_bytes, timeout, on_open)
+
+    def _start(self, stream: MessageStream, peer: str, token: str | None) -> None:
+        """Serve a stream whose peer was accepted: its connection runs as a task of its own."""
+        conn = self._connection(stream, stream, peer, token)
+        task = asyncio.ensure_future(self._serve(conn))
+        self._tasks.add(task)  # held from now on, not only once it started
+        task.add_done_callback(self._tasks.discard)
+
+    def _full(self, stream: MessageStream) -> bool:
         if len(self.connections) < self.config.limits.max_connections:
             return False
         log.warning("refusing a connection: %d connections open", len(self.connections))
         error = {"code": -32001, "message": "Overloaded, retry: too many connections"}
-        writer.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + b"\n")
-        writer.close()
+        stream.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + b"\n")
+        stream.close()
         return True
 
-    async def _on_unix(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
+    def _on_unix(self, stream: MessageStream) -> None:
+        assert stream.transport is not None
+        sock = stream.transport.get_extra_info("socket")
         uid = peer_uid(sock) if sock is not None else None
         if uid is not None and uid != os.getuid():
             log.warning(
                 "refused a Unix-socket client of uid %s (the daemon runs as uid %s)", uid, os.getuid()
             )
-            writer.close()
+            stream.close()
             return
-        if self._full(writer):
+        if self._full(stream):
             return
-        await self._serve(self._connection(reader, writer, f"unix uid={uid}", None))
+        self._start(stream, f"unix uid={uid}", None)
 
-    async def _on_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str) -> None:
-        peer = writer.get_extra_info("peername")
-        if self._full(writer):
+    def _on_tcp(self, stream: MessageStream, token: str) -> None:
+        assert stream.transport is not None
+        peer = stream.transport.get_extra_info("peername")
+        if self._full(stream):
             return
-        await self._serve(self._connection(reader, writer, f"tcp {peer}", token))
+        self._start(stream, f"tcp {peer}", token)
 
     # ------------------------------------------------------------------ listening
 
@@ -236,10 +250,10 @@ class Daemon:
             raise SocketInUseError(path)
         if path.exists() or path.is_symlink():
             path.unlink()  # nothing answers there and we hold the store lock: it is stale
-        limit = self.config.limits.max_message_bytes + 64
         old = os.umask(0o177)
         try:
-            server = await asyncio.start_unix_server(self._on_unix, path=str(path), limit=limit)
+            loop = asyncio.get_running_loop()
+            server = await loop.create_unix_server(lambda: self._stream(self._on_unix), path=str(path))
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
@@ -250,12 +264,12 @@ class Daemon:
     async def listen_tcp(self, address: str) -> tuple[str, int]:
         host, port = parse_tcp(address)
         token = read_or_create_token(self.config.token_path)
-        limit = self.config.limits.max_message_bytes + 64
 
-        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self._on_tcp(reader, writer, token)
+        def on_connect(stream: MessageStream) -> None:
+            self._on_tcp(stream, token)
 
-        server = await asyncio.start_server(on_connect, host=host, port=port, limit=limit)
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: self._stream(on_connect), host=host, port=port)
         self._servers.append(server)
         bound = server.sockets[0].getsockname()
         self.tcp_address = f"{bound[0]}:{bound[1]}"
@@ -286,14 +300,17 @@ class Daemon:
 
     async def serve_stdio(self) -> None:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=self.config.limits.max_message_bytes + 64)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-        )
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        conn = self._connection(reader, writer, "stdio", None)
-        await self._serve(conn)
+        out = OutFlow()
+        await loop.connect_write_pipe(lambda: out, os.fdopen(os.dup(sys.stdout.fileno()), "wb"))
+        opened: list[Connection] = []
+
+        def on_open(stream: MessageStream) -> None:
+            # before the first byte is read: the connection must be there to take it
+            out.on_backed_up = stream
+            opened.append(self._connection(stream, out, "stdio", None))
+
+        await loop.connect_read_pipe(lambda: self._stream(on_open, header_timeout=False), sys.stdin.buffer)
+        await self._serve(opened[0])
         self._stop.set()
 
     def stop(self) -> None:

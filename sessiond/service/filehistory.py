@@ -20,6 +20,7 @@ from sessiond_protocol import methods as M
 
 from ..errors import CheckpointNotFoundError
 from ..filehistory import Blobs, BlobStore, FileHistory, Workspace, copy_blobs
+from ..filehistory.references import SNAPSHOT
 from ..filehistory.shared import Factory
 from ..filehistory.states import MISSING_KEY, SYMLINK_PREFIX
 from ..model import entries as E
@@ -35,7 +36,6 @@ from .views import require_entry
 if TYPE_CHECKING:
     from .host import SessionHost
 
-SNAPSHOT: Final = "sessiond.fileSnapshot"
 SIDE_FILE: Final = "snapshots.jsonl"
 
 

@@ -8,15 +8,17 @@ adding one is a line where the service is assembled, not an edit here.
 
 A session stays open while anyone uses it: a connection that loaded or wrote it (its
 *users*), a subscriber, or an internal *pin* (a running compaction). The last one letting go
-closes it. Opening runs in a worker thread, once per session however many ask at once.
+closes it. Opening runs in a worker thread, once per session however many ask at once; so does
+creating one with a given id (``session/new``): both hold the id's lock (:meth:`claimed`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Final
 
@@ -60,7 +62,8 @@ class SessionRegistry:
         self.peers: dict[int, Peer] = {}
         """Connections that used a session, by id (the audience of ``tell``, the summarizers)."""
         self._paths: dict[str, Path] = {}
-        self._opening: dict[str, anyio.Lock] = {}
+        self._opening: dict[str, tuple[anyio.Lock, int]] = {}
+        """The lock of each id being opened or created, and how many hold or wait for it."""
         self.on_open: list[HostHook] = []
         """Called when a host starts serving a session object (opened, or read again)."""
         self.on_changed: list[HostHook] = []
@@ -104,8 +107,7 @@ class SessionRegistry:
         """The open session with this id, opening it (in a worker thread) if needed."""
         host = self.hosts.get(session_id)
         if host is None:
-            lock = self._opening.setdefault(session_id, anyio.Lock())
-            async with lock:
+            async with self.claimed(session_id):
                 host = self.hosts.get(session_id)
                 if host is None:
                     root, path = await anyio.to_thread.run_sync(self.find, session_id)
@@ -113,10 +115,28 @@ class SessionRegistry:
                         lambda: self.catalog.open(root, path, self.durability)
                     )
                     host = self.adopt(session, root)
-            self._opening.pop(session_id, None)
         if user is not None:
             self.use(host, user)
         return host
+
+    @contextlib.asynccontextmanager
+    async def claimed(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the lock of one session id while it is opened or created: whoever comes next for
+        the same id waits, then finds it served (or, for ``session/new``, taken); other ids do
+        not wait. The lock is forgotten when nobody holds or waits for it, never before: a
+        newcomer must queue on the same lock as those still waiting, or two could run at once
+        (hence the count beside it)."""
+        lock, count = self._opening.get(session_id) or (anyio.Lock(), 0)
+        self._opening[session_id] = (lock, count + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, count = self._opening[session_id]
+            if count == 1:
+                del self._opening[session_id]
+            else:
+                self._opening[session_id] = (lock, count - 1)
 
     def adopt(
         self, session: ReadableSession, root: Root | None = None, user: Peer | None = None

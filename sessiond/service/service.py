@@ -133,9 +133,25 @@ class Service:
     ) -> M.NewResult:
         if not os.path.isabs(cwd):
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
-        if session_id is not None and self.registry.exists(session_id):
-            raise SessionExistsError(session_id)
-        session = await anyio.to_thread.run_sync(
+        if session_id is None:
+            session = await self._create(cwd, None, parent_session)
+            host = self.registry.adopt(session, user=user)
+        else:
+            # Check and create under the id's lock: a second session/new for the same id waits,
+            # then is refused; had it been created too, it would have replaced the session the
+            # first one's users already write to (the soak lost acknowledged entries that way).
+            async with self.registry.claimed(session_id):
+                if self.registry.exists(session_id):
+                    raise SessionExistsError(session_id)
+                session = await self._create(cwd, session_id, parent_session)
+                host = self.registry.adopt(session, user=user)
+        if subscribe:
+            self.hub.subscribe(host.id, user)
+        return M.NewResult.model_construct(sessionId=session.id, path=str(session.path), cwd=session.cwd)
+
+    async def _create(self, cwd: str, session_id: str | None, parent_session: str | None) -> Session:
+        """A new session object (in a worker thread); nothing is on disk before its first flush."""
+        return await anyio.to_thread.run_sync(
             lambda: self.store.create(
                 self.layout.cwd_dir(cwd),
                 cwd,
@@ -144,17 +160,6 @@ class Service:
                 durability=self.config.durability,
             )
         )
-        if session_id is not None and self.registry.exists(session_id):
-            # Another session/new with this id got in while this one was created in a worker
-            # thread: adopting this one would replace the session the others already use (the
-            # soak lost acknowledged entries to a second file with the same id). Nothing of it
-            # is on disk yet (a session is written at its first flush).
-            session.close()
-            raise SessionExistsError(session_id)
-        host = self.registry.adopt(session, user=user)
-        if subscribe:
-            self.hub.subscribe(host.id, user)
-        return M.NewResult.model_construct(sessionId=session.id, path=str(session.path), cwd=session.cwd)
 
     async def load(self, user: Peer, session_id: str, subscribe: bool) -> M.LoadResult:
         host = await self.registry.host(session_id, user)

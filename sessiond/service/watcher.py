@@ -37,7 +37,8 @@ Why ``RustNotify`` and not ``awatch``: ``awatch`` is a thin loop over exactly th
 it creates its watches lazily inside the generator and says nothing when they are in place,
 so the re-scan that makes a restart lossless could run before them. Here the watches are
 created first, then the re-scan runs, then the wait loop starts (same ``debounce``/``step``/
-``rust_timeout`` and ``stop_event`` use as ``awatch``).
+``rust_timeout`` and ``stop_event`` use as ``awatch``, with a slower ``step`` while nothing
+changes: see :class:`Watcher`).
 
 All methods are meant to be called from the event loop's thread (they are not thread-safe).
 A stopped watcher stays stopped.
@@ -66,8 +67,9 @@ EventKind = Literal["grown", "rewritten", "replaced", "deleted", "created"]
 POLL_ENV = "SESSIOND_WATCH_POLL"
 """Set to ``1`` to use the polling fallback instead of inotify."""
 DEFAULT_POLL_INTERVAL = 0.25
-RUST_TIMEOUT_MS = 1000
-"""How long one inotify wait lasts without events (docs/design-notes.md §2)."""
+FOLLOWING_MS = 2000
+"""How long the watcher keeps looking every ``step_ms`` after the last change before it slows
+down to ``idle_step_ms`` (docs/design-notes.md §2)."""
 DIR_CHECK_INTERVAL = 1.0
 """How often the watched directories are checked for appearing, vanishing or being replaced."""
 SCAN_CHUNK = 512
@@ -161,7 +163,12 @@ class Watcher:
     ``on_events`` gets each batch's events (sorted by path); it may be sync or async; an
     exception in it is logged and the watcher goes on. ``debounce_ms`` / ``step_ms`` are
     watchfiles' knobs (a batch is returned once no new change arrived for ``step_ms``, at
-    the latest ``debounce_ms`` after the first). ``suffixes``: untracked files with these
+    the latest ``debounce_ms`` after the first). watchfiles' thread wakes every step whether
+    anything changed or not, so after ``FOLLOWING_MS`` without a change it looks every
+    ``idle_step_ms`` instead, until the next change: a followed transcript is seen within
+    ~``2 * step_ms``, the first change after a quiet spell within ~``2 * idle_step_ms``, and an
+    idle daemon's watcher thread wakes 100 times a second rather than 200 (at the defaults).
+    ``suffixes``: untracked files with these
     endings in watched directories are followed too (reported as ``created`` when they
     appear); ``()`` follows only tracked files.
     """
@@ -172,6 +179,7 @@ class Watcher:
         *,
         debounce_ms: int = 50,
         step_ms: int = 5,
+        idle_step_ms: int = 10,
         poll_interval: float | None = None,
         suffixes: tuple[str, ...] = (".jsonl",),
         resync_interval: float | None = 30.0,
@@ -179,6 +187,7 @@ class Watcher:
         self._on_events = on_events
         self._debounce_ms = debounce_ms
         self._step_ms = step_ms
+        self._idle_step_ms = max(idle_step_ms, step_ms)
         self._poll_interval = poll_interval
         self._suffixes = tuple(suffixes)
         self._resync_interval = resync_interval
@@ -311,8 +320,8 @@ class Watcher:
         return f.size, f.inode
 
     def stop(self) -> None:
-        """Make :meth:`run` return (within ``step_ms`` plus a thread hop; a callback that is
-        running finishes first)."""
+        """Make :meth:`run` return (within ``idle_step_ms`` plus a thread hop; a callback that
+        is running finishes first)."""
         self._stopped = True
         if self._gen is not None:
             self._gen.set()
@@ -676,14 +685,21 @@ class Watcher:
         return await anyio.to_thread.run_sync(create)
 
     async def _pump(self, notify: _Notify, gen: _Flag) -> None:
-        """Wait for kernel batches in a worker thread and process them, until ``gen`` is set."""
+        """Wait for kernel batches in a worker thread and process them, until ``gen`` is set.
+
+        Two speeds: after a batch, a wait that looks every ``step_ms`` and gives up after
+        ``FOLLOWING_MS`` without a change (watchfiles' ``timeout``); then one that looks every
+        ``idle_step_ms`` and returns only with changes (or when ``gen`` is set): while idle, no
+        wait ends empty, and its thread wakes half as often."""
+        following = True
         while not gen.is_set():
+            step, timeout = (self._step_ms, FOLLOWING_MS) if following else (self._idle_step_ms, 0)
             try:
                 raw = await anyio.to_thread.run_sync(
                     notify.watch,
                     self._debounce_ms,
-                    self._step_ms,
-                    RUST_TIMEOUT_MS,
+                    step,
+                    timeout,
                     gen,
                     abandon_on_cancel=True,
                 )
@@ -692,7 +708,8 @@ class Watcher:
                 gen.set()
                 self._poke()
                 return
-            if isinstance(raw, set):
+            following = isinstance(raw, set)
+            if following:
                 await self._process(p for _, p in raw)
                 if self._check_dirs:
                     self._poke()

@@ -52,6 +52,7 @@ from ..model.tokens import (
     estimate_projected_context_tokens,
 )
 from .claude_files import find_subagents
+from .foreign import foreign_header, grown_to
 from .index import SessionIndex
 from .memory import BUDGET, MemoryBudget
 from .session import IndexedSession, IngestResult
@@ -102,13 +103,7 @@ class ClaudeSession(IndexedSession):
         budget: MemoryBudget = BUDGET,
     ) -> None:
         t = live.t
-        header = {
-            "type": "session",
-            "version": 3,
-            "id": t.session_id or Path(t.source).stem,
-            "timestamp": live.first_timestamp,
-            "cwd": t.cwd or "",
-        }
+        header = foreign_header(t.session_id or Path(t.source).stem, live.first_timestamp, t.cwd)
         index = SessionIndex(header, budget=budget)
         super().__init__(path, index)
         self.read_only = READ_ONLY
@@ -356,20 +351,10 @@ class ClaudeSession(IndexedSession):
         """Take in what was appended to the transcript; report the entries that are new."""
         with self._lock:
             result = IngestResult()
-            try:
-                st = os.stat(self.path)
-            except FileNotFoundError:
-                result.reload_required = "the file was deleted"
+            size = grown_to(self.path, self._inode, self._read_end, result)
+            if size is None or size == self._read_end:
                 return result
-            if st.st_ino != self._inode:
-                result.reload_required = "the file was replaced"
-                return result
-            if st.st_size < self._read_end:
-                result.reload_required = "the file was truncated"
-                return result
-            if st.st_size == self._read_end:
-                return result
-            data = os.pread(self._fd, st.st_size - self._read_end, self._read_end)
+            data = os.pread(self._fd, size - self._read_end, self._read_end)
             end = data.rfind(b"\n") + 1
             result.bytes_read = len(data)
             result.partial_tail = end < len(data)

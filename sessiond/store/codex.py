@@ -16,7 +16,7 @@ from typing import Any, Final
 from ..formats.codex import Rollout, Thread, extend_rollout, origin, parse_rollout
 from ..formats.codex.records import Record
 from ..model.js import key
-from .foreign import ForeignSession
+from .foreign import ForeignSession, foreign_header, grown_to
 from .session import IngestResult
 
 READ_ONLY: Final = "it is a Codex CLI rollout; sessiond never writes another agent's file"
@@ -81,13 +81,11 @@ class CodexSession(ForeignSession):
         sid = rollout.session_id or _id_from_name(path)
         meta = rollout.meta or {}
         ts = meta.get("timestamp")
-        header = {
-            "type": "session",
-            "version": 3,
-            "id": sid,
-            "timestamp": ts if type(ts) is str else (rollout.records[0].timestamp if rollout.records else ""),
-            "cwd": rollout.cwd or "",
-        }
+        header = foreign_header(
+            sid,
+            ts if type(ts) is str else (rollout.records[0].timestamp if rollout.records else ""),
+            rollout.cwd,
+        )
         super().__init__(path, header, READ_ONLY)
         self.rollout = rollout
         self.thread = Thread()
@@ -143,23 +141,13 @@ class CodexSession(ForeignSession):
         """Read the lines appended since the last read and replay them onto the thread."""
         with self._lock:
             result = IngestResult()
-            try:
-                st = os.stat(self.path)
-            except FileNotFoundError:
-                result.reload_required = "the file was deleted"
-                return result
-            if self._inode is not None and st.st_ino != self._inode:
-                result.reload_required = "the file was replaced"
-                return result
             start = self.rollout.bytes_read
-            if st.st_size < start:
-                result.reload_required = "the file was truncated"
-                return result
-            if st.st_size == start:
+            size = grown_to(self.path, self._inode, start, result)
+            if size is None or size == start:
                 return result
             with open(self.path, "rb") as f:
                 f.seek(start)
-                data = f.read(st.st_size - start)
+                data = f.read(size - start)
             result.bytes_read = len(data)
             before = len(self.rollout.records)
             extend_rollout(self.rollout, data)

@@ -18,6 +18,7 @@ bodies could be re-read from.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,9 +29,33 @@ from ..model.projection import ContextSettings, ProjectedEntry, Projection
 from ..model.tokens import PI, ContextEstimate, TokenEstimator, estimate_projected_context_tokens
 from .index import SessionIndex
 from .journal import Durability
-from .session import Session
+from .session import IngestResult, Session
 
 Message = dict[str, Any]
+
+
+def foreign_header(session_id: str, timestamp: Any, cwd: str | None) -> dict[str, Any]:
+    """The Pi v3 header another agent's session is shown with (it has none of its own)."""
+    return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd or ""}
+
+
+def grown_to(path: Path, inode: int | None, read_end: int, result: IngestResult) -> int | None:
+    """The size of a followed file read up to ``read_end`` (equal: nothing new), or ``None``
+    with ``result.reload_required`` saying why it cannot be followed any more: deleted, replaced
+    (another inode than ``inode``, when known) or truncated. Every follower of another agent's
+    file asks this before reading what was appended."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        result.reload_required = "the file was deleted"
+        return None
+    if inode is not None and st.st_ino != inode:
+        result.reload_required = "the file was replaced"
+        return None
+    if st.st_size < read_end:
+        result.reload_required = "the file was truncated"
+        return None
+    return st.st_size
 
 
 class ForeignSession(Session):

@@ -26,10 +26,15 @@ class DirectoryRemote:
         root.mkdir(parents=True, exist_ok=True)
         self.uploads: list[str] = []
         self.downloads: list[str] = []
+        self.kept: list[str] = []
 
     def size(self, sha: str) -> int | None:
         path = self.root / sha
         return path.stat().st_size if path.exists() else None
+
+    def keep(self, sha: str, size: int) -> bool:
+        self.kept.append(sha)
+        return self.size(sha) == size
 
     def upload(self, sha: str, size: int, source: BinaryIO) -> None:
         data = source.read()
@@ -58,6 +63,7 @@ def test_a_blob_is_uploaded_before_put_returns_and_once_per_content(tmp_path: Pa
     other_session = SharedBlobs(BlobStore(tmp_path / "a" / "file-history" / "s2"), remote)
     assert other_session.put_bytes(data) == sha
     assert remote.uploads == [sha], "the same content is stored once"
+    assert remote.kept == [sha, sha], "a stored content found again is kept (a collector's grace restarts)"
 
 
 def test_another_daemon_reads_through_its_cache_once(tmp_path: Path) -> None:

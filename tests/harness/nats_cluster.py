@@ -6,8 +6,11 @@ chosen free at start; each node gets its own config (``server_name``, client ``l
 can be killed (``SIGKILL``: the leader-loss tests) and started again on the same ports and
 store. Nodes do not advertise their client URLs (``no_advertise``), so a client given one
 node's URL stays on that node: killing it cuts the client off (the partition tests). The
-cluster is ready when every running node accepts a client and answers a JetStream request
-(a meta leader exists), retried until a deadline.
+cluster is ready when every running node accepts a client and answers a JetStream request,
+and then when a stream with as many replicas as nodes run (R3) can be placed and written:
+a node answers before the meta leader knows every peer's JetStream, and a test creating its
+R3 stream in that moment was refused ("no suitable peers for placement", 10005, seen right
+after a start on a loaded machine). Retried until a deadline.
 
 Run by hand: ``scripts/nats-cluster DIR`` starts one and prints the client URLs until Ctrl-C.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -146,9 +150,13 @@ class Cluster:
         asyncio.run(self._wait_ready(timeout))
 
     async def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        await self._wait_answering(deadline)
+        await self._wait_placeable(deadline)
+
+    async def _wait_answering(self, deadline: float) -> None:
         import nats  # noqa: PLC0415 - the nats extra, needed only once a cluster runs
 
-        deadline = time.monotonic() + timeout
         for node in self.nodes:
             if node.process is None:
                 continue
@@ -168,6 +176,38 @@ class Cluster:
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"nats-server {node.name} not ready: {exc}") from exc
                     await asyncio.sleep(0.2)
+
+    async def _wait_placeable(self, deadline: float) -> None:
+        """A meta leader places a stream on as many peers as nodes run, a leader is elected
+        for it and a message is stored: what each test's first stream needs. The probe
+        stream is deleted again."""
+        import nats  # noqa: PLC0415
+        from nats.js.api import StorageType, StreamConfig  # noqa: PLC0415
+
+        running = [n.url for n in self.nodes if n.process is not None]
+        if not running:
+            return
+        name = f"READY_{os.getpid()}_{secrets.token_hex(4)}"
+        config = StreamConfig(
+            name=name, subjects=[f"ready.{name}"], num_replicas=min(3, len(running)), storage=StorageType.FILE
+        )
+        while True:
+            try:
+                nc = await nats.connect(running, connect_timeout=1, allow_reconnect=False, error_cb=_quiet)
+                try:
+                    js = nc.jetstream(timeout=2)
+                    await js.add_stream(config)  # again after a failed publish: the same config is fine
+                    await js.publish(f"ready.{name}", b"ready")
+                    await js.delete_stream(name)
+                finally:
+                    await nc.close()
+                return
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the cluster cannot place and write an R{config.num_replicas} stream: {exc}"
+                    ) from exc
+                await asyncio.sleep(0.2)
 
     def __enter__(self) -> Cluster:
         self.start()

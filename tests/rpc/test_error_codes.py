@@ -117,3 +117,62 @@ def test_validation_errors_and_os_errors() -> None:
 
     answer = error_answer(OSError(28, "No space left on device", "/store/x"), "session/append")
     assert answer.code == ErrorCode.STORAGE_ERROR and answer.data == {"errno": 28, "path": "/store/x"}
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "message", "data"),
+    [
+        (
+            E.NotASessionError("/s/a b.jsonl", "line 3: not JSON"),
+            ErrorCode.NOT_A_SESSION,
+            "/s/a b.jsonl is not a valid Pi session: line 3: not JSON",
+            {"path": "/s/a b.jsonl", "reason": "line 3: not JSON"},
+        ),
+        (
+            E.SessionChangedError("/s/{x}.jsonl", "it was truncated"),
+            ErrorCode.SESSION_CHANGED,
+            "Session file /s/{x}.jsonl changed underneath sessiond: it was truncated",
+            {"path": "/s/{x}.jsonl", "reason": "it was truncated"},
+        ),
+        (
+            FE.PathRefusedError("/etc/pass'wd", "outside the roots"),
+            ErrorCode.PATH_REFUSED,
+            'Refused "/etc/pass\'wd": outside the roots',
+            {"path": "/etc/pass'wd", "reason": "outside the roots"},
+        ),
+        (
+            FE.RootChangedError("/repo", "it is another directory now", {"dev": 1, "ino": 2}, None),
+            ErrorCode.PATH_REFUSED,
+            "Refused '/repo': it is another directory now",
+            {
+                "path": "/repo",
+                "reason": "it is another directory now",
+                "recorded": {"dev": 1, "ino": 2},
+                "current": None,
+            },
+        ),
+        (
+            FE.FileAccessError("/repo/a.txt", "Permission denied", 13),
+            ErrorCode.STORAGE_ERROR,
+            "Cannot access '/repo/a.txt': Permission denied",
+            {"path": "/repo/a.txt", "reason": "Permission denied", "errno": 13},
+        ),
+        (
+            FE.FileChangedError("/repo/a.txt", "it was modified meanwhile"),
+            ErrorCode.STORAGE_ERROR,
+            "'/repo/a.txt' changed: it was modified meanwhile",
+            {"path": "/repo/a.txt", "reason": "it was modified meanwhile"},
+        ),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, SessiondError) else "",
+)
+def test_errors_about_one_path_keep_their_messages_and_data(
+    exc: E.PathError, code: ErrorCode, message: str, data: dict[str, object]
+) -> None:
+    """The types built on ``PathError`` (a template instead of a constructor each) say exactly
+    what they said before, in the same order of ``data`` keys (answers are compared as bytes)."""
+    answer = error_answer(exc, "fileHistory/rewind")
+    assert (answer.code, answer.message, str(exc)) == (code, message, message)
+    assert list(exc.data.items()) == list(data.items())
+    assert answer.data == {k: v for k, v in data.items() if v is not None}
+    assert (exc.path, exc.reason) == (data["path"], data["reason"])

@@ -16,13 +16,14 @@ RPC = SESSIOND / "rpc"
 # Each rpc module and the rpc modules it may import (directly): a strict order, bottom first.
 ALLOWED = {
     "framing": set(),
+    "stream": {"framing"},
     "errors": set(),
     "dispatch": {"errors"},
     "engine": {"dispatch", "errors"},
     "status": {"dispatch"},
     "methods": {"dispatch", "status"},
-    "connection": {"dispatch", "engine", "errors", "framing"},
-    "server": {"connection", "methods"},
+    "connection": {"dispatch", "engine", "errors", "framing", "stream"},
+    "server": {"connection", "methods", "stream"},
     "bridge": {"framing"},
 }
 

@@ -15,6 +15,7 @@ from sessiond.model import js_json
 from sessiond.rpc import connection as connection_module
 from sessiond.rpc.connection import Connection
 from sessiond.rpc.methods import HANDLERS
+from sessiond.rpc.stream import MessageStream
 from sessiond.service.config import load_config
 from sessiond.service.service import Service
 
@@ -76,7 +77,7 @@ async def _burst(tmp_path: Path, reader: Any) -> list[bytes]:
 
 
 async def test_messages_queued_in_one_tick_are_written_at_once(tmp_path: Path) -> None:
-    writes = await _burst(tmp_path, asyncio.StreamReader())
+    writes = await _burst(tmp_path, MessageStream(1 << 20, 8192, None))
     assert len(writes) == 1
     assert [m["params"]["message"] for m in bodies(writes[0])] == ["message 0", "message 1", "message 2"]
 
@@ -92,7 +93,10 @@ async def test_an_update_is_encoded_once_for_all_its_subscribers(
     config = load_config({}, root=tmp_path / "store", socket=tmp_path / "s.sock")
     service = Service(config)
     transports = [Transport() for _ in range(3)]
-    conns = [Connection(asyncio.StreamReader(), t, HANDLERS, service, config.limits) for t in transports]
+    conns = [
+        Connection(MessageStream(1 << 20, 8192, None), t, HANDLERS, service, config.limits)
+        for t in transports
+    ]
     for conn in conns:
         service.hub.subscribe("s1", conn)
     conns[2].opt_out = {"label_update"}

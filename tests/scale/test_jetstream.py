@@ -38,12 +38,6 @@ STORAGE_ERROR = -32018
 LEAF_MISMATCH = -32012
 
 
-@pytest.fixture
-def cluster(nats_cluster: Cluster) -> Cluster:
-    """The run's shared cluster (a test that kills a node starts it again before it ends)."""
-    return nats_cluster
-
-
 def config(servers: list[str], stream: str, replicas: int = 3) -> str:
     urls = ", ".join(f'"{u}"' for u in servers)
     return (
@@ -612,3 +606,34 @@ def let_go(session: Session) -> None:
     assert session.remote is not None
     session.remote.close()
     session.close()
+
+
+def test_a_link_closed_with_a_subscription_open_leaves_no_task_behind(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An ordered consumer's heartbeat and flow-control tasks outlive the connection; left
+    pending on the stopped loop, they were logged as errors when collected — in whichever test
+    ran then (a registry test's captured log once)."""
+    import gc  # noqa: PLC0415
+
+    from sessiond.store.jetstream.link import Link  # noqa: PLC0415
+    from sessiond.store.jetstream.settings import JetStreamSettings  # noqa: PLC0415
+
+    link = Link(
+        JetStreamSettings(
+            servers=tuple(cluster.urls),
+            stream="LEAK",
+            subject_prefix="t.LEAK",
+            kv_bucket="kv-LEAK",
+            object_bucket="obj-LEAK",
+        )
+    )
+
+    async def follow(on: Link) -> None:
+        await on.js.subscribe("t.LEAK.>", ordered_consumer=True)
+
+    link.call(follow(link))
+    link.close()
+    del link
+    gc.collect()
+    assert not [r for r in caplog.records if "destroyed but it is pending" in r.getMessage()]

@@ -1,8 +1,8 @@
-"""The framing parser under hostile byte streams: unit-level over a real StreamReader, then the
-real daemon over its socket.
+"""The framing parser under hostile byte streams: unit-level through a connection's byte stream
+(its ``data_received``, pieces as they might arrive), then the real daemon over its socket.
 
-The reader's contract (sessiond/rpc/framing.py): it returns message bodies, ``None`` at a clean
-end, :class:`MessageTooLargeError` for one oversized message (an NDJSON line: skipped, the stream
+The contract (sessiond/rpc/framing.py, stream.py): it hands on message bodies, nothing more at a
+clean end, :class:`MessageTooLargeError` for one oversized message (an NDJSON line: skipped, the stream
 stays in sync; a Content-Length body: never read, the stream ends) and :class:`FramingError` when
 the stream cannot be read any more (the connection closes) — nothing else, never hanging on a
 refused header, never buffering a refused body.
@@ -21,9 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessiond.rpc.framing import Framing, FramingError, MessageReader, MessageTooLargeError, frame
+from sessiond.rpc.framing import Framing, FramingError, MessageTooLargeError, frame
 from sessiond_protocol import ErrorCode
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.streams import opened
 from tests.security.conftest import RawClient, wait_for_log
 from tests.security.fuzz import fuzz
 
@@ -44,38 +45,17 @@ bodies = st.lists(
 async def read_all(
     data: list[bytes], *, header_timeout: float | None = None, eof: bool = True
 ) -> list[bytes | Exception]:
-    """Feed ``data`` chunk by chunk (yielding between chunks, so reads see partial input) and
-    collect every message (or exception) until the end."""
-    reader = asyncio.StreamReader(limit=MAX_MESSAGE + 64)
-    messages = MessageReader(reader, MAX_MESSAGE, MAX_HEADER, header_timeout)
-
-    async def feed() -> None:
-        for chunk in data:
-            reader.feed_data(chunk)
-            await asyncio.sleep(0)
-        if eof:
-            reader.feed_eof()
-
-    feeder = asyncio.ensure_future(feed())
-    out: list[bytes | Exception] = []
-    try:
-        while True:
-            try:
-                body = await asyncio.wait_for(messages.read(), HANG)
-            except MessageTooLargeError as exc:
-                out.append(exc)
-                if exc.in_sync:
-                    continue
-                break
-            except FramingError as exc:
-                out.append(exc)
-                break
-            if body is None:
-                break
-            out.append(body)
-    finally:
-        feeder.cancel()
-    return out
+    """Feed ``data`` chunk by chunk to a connection's byte stream (yielding between chunks) and
+    collect every message (or refusal) it hands on until the end."""
+    stream, sink, _ = opened(header_timeout, MAX_MESSAGE, MAX_HEADER)
+    for chunk in data:
+        stream.data_received(chunk)
+        await asyncio.sleep(0)
+    if eof:
+        stream.eof_received()
+    elif header_timeout is not None:
+        await asyncio.wait_for(asyncio.shield(stream.ended), HANG)
+    return sink.got
 
 
 def chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
@@ -183,13 +163,11 @@ def test_header_timeout_unit() -> None:
         half = await read_all([b"Content-Le"], header_timeout=0.2, eof=False)
         half_ndjson = await read_all([b'{"a":1}\n{"b"'], header_timeout=0.2, eof=False)
 
-        reader = asyncio.StreamReader()
-        messages = MessageReader(reader, MAX_MESSAGE, MAX_HEADER, 0.2)
-        reader.feed_data(frame(b"{}", Framing.LSP))
-        first = await messages.read()
+        stream, sink, _ = opened(0.2, MAX_MESSAGE, MAX_HEADER)
+        stream.data_received(frame(b"{}", Framing.LSP))
         await asyncio.sleep(0.6)  # idle between messages, three times the timeout
-        reader.feed_data(frame(b"[]", Framing.LSP))
-        second = await messages.read()
+        stream.data_received(frame(b"[]", Framing.LSP))
+        first, second = sink.got
         return silent, half, half_ndjson, [first, second]
 
     silent, half, half_ndjson, idle = asyncio.run(scenario())

@@ -4,6 +4,7 @@ inotify and in polling mode; no echo of the daemon's own writes, nothing lost on
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 import os
@@ -549,3 +550,45 @@ async def test_a_file_that_cannot_be_looked_at_is_skipped(
             size = append(bad, b"{}\n")
             assert [(e.kind, e.previous_size) for e in await rec.until(grown_to(bad, size))] == [("grown", 3)]
     assert caplog.text.count("cannot stat") == 1
+
+
+@pytest.mark.skipif(not HAVE_WATCHFILES, reason="watchfiles is not installed")
+async def test_a_quiet_watcher_looks_less_often_and_still_sees_the_next_append(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path
+) -> None:
+    """watchfiles' thread wakes every ``step`` whether anything changed or not: after
+    ``FOLLOWING_MS`` without a change the watcher waits with ``idle_step_ms`` (and no timeout:
+    an idle wait ends only with changes), and goes back to ``step_ms`` after the next batch."""
+    rust_notify = importlib.import_module("watchfiles._rust_notify").RustNotify  # the real one
+    calls: list[tuple[int, int, str]] = []
+
+    class Recording:
+        """watchfiles' own watcher, noting each wait's step, timeout and how it ended."""
+
+        def __init__(self, *args: Any) -> None:
+            self.notify = rust_notify(*args)
+
+        def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int, stop_event: Any) -> Any:
+            raw = self.notify.watch(debounce_ms, step_ms, timeout_ms, stop_event)
+            calls.append((step_ms, timeout_ms, raw if isinstance(raw, str) else "changes"))
+            return raw
+
+        def close(self) -> None:
+            self.notify.close()
+
+    _fake_watchfiles(monkeypatch, Recording)
+    monkeypatch.setattr(watcher_module, "FOLLOWING_MS", 100)
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running("inotify", session_dir, step_ms=5, idle_step_ms=30) as (_, rec):
+        with anyio.fail_after(TIMEOUT):
+            while (5, 100, "timeout") not in calls:  # the first wait follows, then gives up
+                await anyio.sleep(0.01)
+        await grows_alone(rec, s)
+        with anyio.fail_after(TIMEOUT):
+            while calls[-1:] != [(5, 100, "timeout")] or len(calls) < 3:
+                await anyio.sleep(0.01)
+        await grows_alone(rec, s)
+    # The append after the quiet spell was seen by the idle wait, which had no timeout; the
+    # wait after that batch followed at step_ms again, then gave up after FOLLOWING_MS.
+    assert calls[:4] == [(5, 100, "timeout"), (30, 0, "changes"), (5, 100, "timeout"), (30, 0, "changes")]

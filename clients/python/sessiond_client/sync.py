@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel
@@ -28,13 +28,14 @@ from pydantic import BaseModel
 from sessiond_protocol.notifications import LogMessage, Progress, SessionUpdate
 
 from .blocking import Blocking
-from .discovery import DEFAULT_DAEMON_ARGV, START_TIMEOUT
 from .methods import BlockingMethods
 from .typed import (
-    ClientOptions,
     Notification,
     SessiondClient,
+    StdioOptions,
     Summarizer,
+    TcpOptions,
+    UnixOptions,
     UpdateStream,
     _Stream,
 )
@@ -158,70 +159,37 @@ class SessiondSyncClient(BlockingMethods):
 
     # ------------------------------------------------------------------ creating
 
+    # The options are the async client's (one declaration each: UnixOptions, TcpOptions,
+    # StdioOptions), plus ``timeout`` (seconds per call, this client's own).
+
     @classmethod
     def connect(
         cls,
         store: str | os.PathLike[str] | None = None,
         *,
-        socket: str | os.PathLike[str] | None = None,
-        start: bool = True,
         timeout: float | None = None,
-        daemon_argv: Sequence[str] = DEFAULT_DAEMON_ARGV,
-        daemon_env: Mapping[str, str] | None = None,
-        start_timeout: float = START_TIMEOUT,
-        **options: Unpack[ClientOptions],
+        **options: Unpack[UnixOptions],
     ) -> SessiondSyncClient:
         """The store's daemon over its Unix socket (see :meth:`SessiondClient.unix`)."""
-
-        def factory() -> SessiondClient:
-            return SessiondClient.unix(
-                store,
-                socket=socket,
-                start=start,
-                daemon_argv=daemon_argv,
-                daemon_env=daemon_env,
-                start_timeout=start_timeout,
-                **options,
-            )
-
-        return cls(factory, timeout=timeout)
+        return cls(lambda: SessiondClient.unix(store, **options), timeout=timeout)
 
     @classmethod
     def connect_tcp(
-        cls,
-        host: str,
-        port: int,
-        *,
-        token: str | None = None,
-        token_file: str | os.PathLike[str] | None = None,
-        store: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        **options: Unpack[ClientOptions],
+        cls, host: str, port: int, *, timeout: float | None = None, **options: Unpack[TcpOptions]
     ) -> SessiondSyncClient:
         """Loopback TCP with the token (see :meth:`SessiondClient.tcp`)."""
-
-        def factory() -> SessiondClient:
-            return SessiondClient.tcp(host, port, token=token, token_file=token_file, store=store, **options)
-
-        return cls(factory, timeout=timeout)
+        return cls(lambda: SessiondClient.tcp(host, port, **options), timeout=timeout)
 
     @classmethod
     def spawn(
         cls,
         argv: Sequence[str] | None = None,
         *,
-        store: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        log_file: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
-        **options: Unpack[ClientOptions],
+        **options: Unpack[StdioOptions],
     ) -> SessiondSyncClient:
         """A private ``sessiond serve --stdio`` (see :meth:`SessiondClient.stdio`)."""
-
-        def factory() -> SessiondClient:
-            return SessiondClient.stdio(argv, store=store, env=env, log_file=log_file, **options)
-
-        return cls(factory, timeout=timeout)
+        return cls(lambda: SessiondClient.stdio(argv, **options), timeout=timeout)
 
     # ------------------------------------------------------------------ closing
 
@@ -339,11 +307,9 @@ class SessiondSyncClient(BlockingMethods):
 def connect_sync(
     store: str | os.PathLike[str] | None = None,
     *,
-    socket: str | os.PathLike[str] | None = None,
-    start: bool = True,
     timeout: float | None = None,
-    **options: Unpack[ClientOptions],
+    **options: Unpack[UnixOptions],
 ) -> SessiondSyncClient:
     """:meth:`SessiondSyncClient.connect`: the store's daemon, started if none runs (unless
     ``start=False``)."""
-    return SessiondSyncClient.connect(store, socket=socket, start=start, timeout=timeout, **options)
+    return SessiondSyncClient.connect(store, timeout=timeout, **options)

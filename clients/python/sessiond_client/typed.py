@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, Unpack, cast
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -108,6 +108,47 @@ class ClientOptions(TypedDict, total=False):
     """``content-length`` (default) or ``ndjson``."""
     queue_size: int
     """Updates buffered per stream before it is reset with a ``resync_required`` (default 10000)."""
+
+
+# The ways to reach a daemon, each declared once: the async client's constructors and
+# connectors and the blocking client's take them as keyword arguments (``Unpack``).
+
+
+class UnixOptions(ClientOptions, total=False):
+    """The daemon of a store, over its Unix socket (:meth:`SessiondClient.unix`)."""
+
+    socket: str | os.PathLike[str] | None
+    """The socket (default: where the store's daemon puts it)."""
+    start: bool
+    """Start ``sessiond serve`` when no daemon answers (default True)."""
+    daemon_argv: Sequence[str]
+    """How to start it (default ``python -m sessiond`` with this interpreter)."""
+    daemon_env: Mapping[str, str] | None
+    start_timeout: float
+    """Seconds to wait for a started daemon's socket (default ``START_TIMEOUT``)."""
+
+
+class TcpOptions(ClientOptions, total=False):
+    """``sessiond serve --tcp HOST:PORT`` (:meth:`SessiondClient.tcp`)."""
+
+    token: str | None
+    token_file: str | os.PathLike[str] | None
+    store: str | os.PathLike[str] | None
+    """Where ``tcp.token`` is read when neither ``token`` nor ``token_file`` is given."""
+
+
+class StdioOptions(ClientOptions, total=False):
+    """A private ``sessiond serve --stdio`` (:meth:`SessiondClient.stdio`)."""
+
+    store: str | os.PathLike[str] | None
+    env: Mapping[str, str] | None
+    log_file: str | os.PathLike[str] | None
+
+
+def _client_options(options: Mapping[str, Any], *, without: type) -> ClientOptions:
+    """``options`` less the keys of the way to reach the daemon (``without``'s own keys)."""
+    own = without.__annotations__.keys() - ClientOptions.__annotations__.keys()  # (inherited ones too)
+    return cast(ClientOptions, {k: v for k, v in options.items() if k not in own})
 
 
 # --------------------------------------------------------------------------- streams
@@ -430,15 +471,7 @@ class SessiondClient(Methods):
 
     @classmethod
     def unix(
-        cls,
-        store: str | os.PathLike[str] | None = None,
-        *,
-        socket: str | os.PathLike[str] | None = None,
-        start: bool = True,
-        daemon_argv: Sequence[str] = DEFAULT_DAEMON_ARGV,
-        daemon_env: Mapping[str, str] | None = None,
-        start_timeout: float = START_TIMEOUT,
-        **options: Unpack[ClientOptions],
+        cls, store: str | os.PathLike[str] | None = None, **options: Unpack[UnixOptions]
     ) -> SessiondClient:
         """An unconnected client for the daemon of ``store`` (default: ``$SESSIOND_HOME``, ...).
 
@@ -447,93 +480,55 @@ class SessiondClient(Methods):
         answers — at first and on every reconnection.
         """
         root = Path(store).expanduser() if store is not None else default_store()
-        path = Path(socket).expanduser() if socket is not None else socket_path(root)
-        connector = UnixConnector(root, path, start, tuple(daemon_argv), daemon_env, start_timeout)
-        return cls(connector, **options)
+        socket = options.get("socket")
+        connector = UnixConnector(
+            root,
+            Path(socket).expanduser() if socket is not None else socket_path(root),
+            options.get("start", True),
+            tuple(options.get("daemon_argv", DEFAULT_DAEMON_ARGV)),
+            options.get("daemon_env"),
+            options.get("start_timeout", START_TIMEOUT),
+        )
+        return cls(connector, **_client_options(options, without=UnixOptions))
 
     @classmethod
     async def connect(
-        cls,
-        store: str | os.PathLike[str] | None = None,
-        *,
-        socket: str | os.PathLike[str] | None = None,
-        start: bool = True,
-        daemon_argv: Sequence[str] = DEFAULT_DAEMON_ARGV,
-        daemon_env: Mapping[str, str] | None = None,
-        start_timeout: float = START_TIMEOUT,
-        **options: Unpack[ClientOptions],
+        cls, store: str | os.PathLike[str] | None = None, **options: Unpack[UnixOptions]
     ) -> SessiondClient:
         """Connect to the daemon of ``store`` (see :meth:`unix`) and initialize."""
-        client = cls.unix(
-            store,
-            socket=socket,
-            start=start,
-            daemon_argv=daemon_argv,
-            daemon_env=daemon_env,
-            start_timeout=start_timeout,
-            **options,
-        )
-        return await client.open()
+        return await cls.unix(store, **options).open()
 
     @classmethod
-    def tcp(
-        cls,
-        host: str,
-        port: int,
-        *,
-        token: str | None = None,
-        token_file: str | os.PathLike[str] | None = None,
-        store: str | os.PathLike[str] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> SessiondClient:
+    def tcp(cls, host: str, port: int, **options: Unpack[TcpOptions]) -> SessiondClient:
         """An unconnected client for ``sessiond serve --tcp HOST:PORT``. The token is ``token``,
         else the content of ``token_file``, else of ``<store>/tcp.token`` (read at each connection)."""
-        file = Path(token_file).expanduser() if token_file is not None else token_path(store)
-        return cls(TcpConnector(host, port, token, file), **options)
+        token_file = options.get("token_file")
+        file = Path(token_file).expanduser() if token_file is not None else token_path(options.get("store"))
+        connector = TcpConnector(host, port, options.get("token"), file)
+        return cls(connector, **_client_options(options, without=TcpOptions))
 
     @classmethod
-    async def connect_tcp(
-        cls,
-        host: str,
-        port: int,
-        *,
-        token: str | None = None,
-        token_file: str | os.PathLike[str] | None = None,
-        store: str | os.PathLike[str] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> SessiondClient:
+    async def connect_tcp(cls, host: str, port: int, **options: Unpack[TcpOptions]) -> SessiondClient:
         """Connect over loopback TCP (see :meth:`tcp`) and initialize."""
-        return await cls.tcp(host, port, token=token, token_file=token_file, store=store, **options).open()
+        return await cls.tcp(host, port, **options).open()
 
     @classmethod
-    def stdio(
-        cls,
-        argv: Sequence[str] | None = None,
-        *,
-        store: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        log_file: str | os.PathLike[str] | None = None,
-        **options: Unpack[ClientOptions],
-    ) -> SessiondClient:
+    def stdio(cls, argv: Sequence[str] | None = None, **options: Unpack[StdioOptions]) -> SessiondClient:
         """An unconnected client that runs its own server on stdio (default ``sessiond serve
         --stdio [--store STORE]``). That server takes the store's lock: no daemon may run for it.
         Its log goes to ``log_file``, else ``<store>/daemon.log`` when ``store`` is given."""
+        store, log_file = options.get("store"), options.get("log_file")
         args = list(argv) if argv is not None else stdio_argv(store)
         logs = Path(log_file) if log_file is not None else (Path(store) / "daemon.log" if store else None)
-        return cls(StdioConnector(args, env, logs), **options)
+        connector = StdioConnector(args, options.get("env"), logs)
+        return cls(connector, **_client_options(options, without=StdioOptions))
 
     @classmethod
     async def spawn(
-        cls,
-        argv: Sequence[str] | None = None,
-        *,
-        store: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        log_file: str | os.PathLike[str] | None = None,
-        **options: Unpack[ClientOptions],
+        cls, argv: Sequence[str] | None = None, **options: Unpack[StdioOptions]
     ) -> SessiondClient:
         """Run ``sessiond serve --stdio`` (see :meth:`stdio`) and initialize."""
-        return await cls.stdio(argv, store=store, env=env, log_file=log_file, **options).open()
+        return await cls.stdio(argv, **options).open()
 
     # ------------------------------------------------------------------ state
 

@@ -51,6 +51,9 @@ class Link:
         self.connected = threading.Event()
         self._spawned: set[concurrent.futures.Future[Any]] = set()
         self._closing = False
+        self.created: set[str] = set()
+        """The stream and buckets this link created because they did not exist (``sessiond gc``
+        refuses to read references from a stream it just made: a misnamed stream has none)."""
         try:
             self.call(self._connect(), settings.connect_timeout + 10)
         except BaseException:
@@ -151,6 +154,7 @@ class Link:
             self._kv = await self._js.create_key_value(
                 KeyValueConfig(bucket=s.kv_bucket, history=1, replicas=s.replicas, storage=StorageType.FILE)
             )
+            self.created.add(s.kv_bucket)
         try:
             self._objects = await self._js.object_store(s.object_bucket)
         except Exception:
@@ -158,6 +162,7 @@ class Link:
                 s.object_bucket,
                 ObjectStoreConfig(replicas=s.replicas, storage=StorageType.FILE),
             )
+            self.created.add(s.object_bucket)
 
     async def _ensure_stream(self) -> None:
         s = self.settings
@@ -176,6 +181,7 @@ class Link:
                 max_msg_size=-1,
             )
         )
+        self.created.add(s.stream)
 
     def close(self) -> None:
         """Finish the metadata updates still in flight (briefly), then disconnect."""
@@ -189,8 +195,23 @@ class Link:
                 self.call(nc.close(), 5)
             except Exception as exc:
                 log.debug("closing the NATS connection: %s", exc)
+        try:
+            self.call(_cancel_the_rest(), 2)
+        except Exception as exc:
+            log.debug("stopping the NATS client's tasks: %s", exc)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel what the client leaves running on the link's loop (an ordered consumer's
+    heartbeat and flow-control checks outlive the connection): a task still pending when the
+    stopped loop is collected is logged as an error ("Task was destroyed but it is pending")
+    wherever that happens to be — once in another test's captured log."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 def _log_failure(future: Any) -> None:

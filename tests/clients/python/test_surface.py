@@ -24,10 +24,17 @@ from sessiond_client import (
     SessionNotFound,
     errors,
 )
-from sessiond_client.discovery import default_store, socket_path, token_path
+from sessiond_client.discovery import (
+    StdioConnector,
+    TcpConnector,
+    UnixConnector,
+    default_store,
+    socket_path,
+    token_path,
+)
 from sessiond_client.params import _camel
 from sessiond_client.sync import SyncStream
-from sessiond_client.typed import _Stream, build_params, python_name
+from sessiond_client.typed import StdioOptions, TcpOptions, UnixOptions, _Stream, build_params, python_name
 from sessiond_protocol import METHODS, NOTIFICATIONS, ErrorCode
 from sessiond_protocol.notifications import SERVER_REQUESTS, LogMessage
 
@@ -245,3 +252,38 @@ def test_the_socket_is_found_where_the_daemon_listens(
     else:
         assert expected.name == "sessiond.sock" and expected.parent.name == "run"
     assert token_path(tmp_path / "s") == tmp_path / "s" / "tcp.token"
+
+
+def test_each_way_to_reach_the_daemon_is_declared_once_and_split_from_the_client_options(
+    tmp_path: Path,
+) -> None:
+    """The async constructors and the blocking client take the same ``UnixOptions`` /
+    ``TcpOptions`` / ``StdioOptions``; what reaches the connector and what the client keeps."""
+    for name, options in (("connect", UnixOptions), ("connect_tcp", TcpOptions), ("spawn", StdioOptions)):
+        for cls in (SessiondClient, SessiondSyncClient):
+            kwargs = inspect.signature(getattr(cls, name)).parameters["options"]
+            assert kwargs.annotation == f"Unpack[{options.__name__}]", (cls, name)
+    unix = SessiondClient.unix(
+        tmp_path, socket=tmp_path / "s.sock", start=False, daemon_argv=["x"], start_timeout=2.5, name="n"
+    )
+    assert isinstance(unix.connector, UnixConnector)
+    assert (unix.connector.socket, unix.connector.start, unix.connector.daemon_argv) == (
+        tmp_path / "s.sock",
+        False,
+        ("x",),
+    )
+    assert (unix.connector.start_timeout, unix._name) == (2.5, "n")
+    tcp = SessiondClient.tcp("127.0.0.1", 1, store=tmp_path, queue_size=7)
+    assert isinstance(tcp.connector, TcpConnector)
+    assert (tcp.connector.token, tcp.connector.token_file, tcp._queue_size) == (
+        None,
+        tmp_path / "tcp.token",
+        7,
+    )
+    stdio = SessiondClient.stdio(None, store=tmp_path, env={"A": "1"}, framing="ndjson")
+    assert isinstance(stdio.connector, StdioConnector)
+    assert (stdio.connector.env, stdio.connector.log, stdio._framing) == (
+        {"A": "1"},
+        tmp_path / "daemon.log",
+        "ndjson",
+    )

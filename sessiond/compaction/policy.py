@@ -12,6 +12,7 @@ of recovery (a second overflow inside one recovery window). The state that spans
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -50,6 +51,24 @@ class Decision:
 
 
 NONE: Final = Decision("none")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    """What :func:`check` reads of the current context: the model and the first context
+    entry at once (a light entry will do: its type and timestamp), the projection only when a
+    decision needs more — an overflow to confirm, a threshold to look into. A store that keeps
+    the context's light entries answers the common check without materialising the context."""
+
+    model: Any
+    first: Any
+    """The first context entry (the latest compaction when the branch was compacted), or ``None``."""
+    projection: Callable[[], Projection]
+
+    @classmethod
+    def of(cls, projection: Projection) -> ContextView:
+        first = projection.entries[0].source if projection.entries else None
+        return cls(projection.settings.model, first, lambda: projection)
 
 
 def resets_recovery(message: Any) -> bool:
@@ -106,7 +125,7 @@ def check(
     *,
     entry: Any,
     tail: list[Any],
-    projection: Projection,
+    projection: Projection | ContextView,
     estimate: ContextEstimate,
     estimator: TokenEstimator,
     enabled: bool,
@@ -118,9 +137,10 @@ def check(
     """What to do after ``entry`` (an assistant ``message`` entry) was appended.
 
     ``entry`` and ``tail`` (what follows it on the current branch) are full entries,
-    ``projection`` is the current context and ``estimate`` its usage estimate (Pi's
-    ``estimateProjectedContextTokens``). The common case — a normal answer well below the
-    threshold — costs a few comparisons; only a decision to compact looks further.
+    ``projection`` is the current context (or a :class:`ContextView` of it) and ``estimate``
+    its usage estimate (Pi's ``estimateProjectedContextTokens``). The common case — a normal
+    answer well below the threshold — costs a few comparisons and reads no projection; only
+    a decision to compact looks further.
     """
     message = get(entry, "message")
     if not enabled or get(message, "role") != "assistant":
@@ -128,31 +148,31 @@ def check(
     stop = get(message, "stopReason")
     if stop == "aborted":
         return NONE
-    model = projection.settings.model
+    view = ContextView.of(projection) if isinstance(projection, Projection) else projection
+    model = view.model
     same_model = model is None or (
         get(model, "provider") == get(message, "provider") and get(model, "modelId") == get(message, "model")
     )
     # A message older than the latest checkpoint was measured on a context that is gone.
     # (When the branch is compacted, the latest compaction is the first projected entry.)
-    first = projection.entries[0].source if projection.entries else None
+    first = view.first
     latest_compaction = first if get(first, "type") == E.COMPACTION else None
     compacted_at = timestamp_ms(get(latest_compaction, "timestamp")) if latest_compaction else None
-    sent = timestamp_ms(get(message, "timestamp"))
-    if compacted_at is not None and sent is not None and sent <= compacted_at:
-        return NONE
+    if compacted_at is not None:
+        sent = timestamp_ms(get(message, "timestamp"))
+        if sent is not None and sent <= compacted_at:
+            return NONE
     window = context_window if context_window and context_window > 0 else None
     entry_key = key(get(entry, "id"))
     overflow = length = False
-    if (
-        same_model
-        and (stop in ("error", "length") or (stop == "stop" and window is not None))
-        and _projected(projection, entry_key)
-    ):
+    if same_model and (stop in ("error", "length") or (stop == "stop" and window is not None)):
         edited_after = any(get(b, "type") == E.CONTEXT_EDIT for b in tail)
         overflow = (stop == "error" and is_context_overflow(message)) or (
             not edited_after and window is not None and is_context_overflow(message, window)
         )
         length = is_recoverable_length(message, float(max_output_tokens or 0))
+        if (overflow or length) and not _projected(view.projection(), entry_key):
+            overflow = length = False  # an answer no longer in the context cannot overflow it
     if overflow or length:
         if stop == "stop":
             return Decision("overflow", why="the provider answered over the context window")
@@ -174,12 +194,13 @@ def check(
     valid_usage = stop != "error" and assistant_usage(message) is not None
     if valid_usage and calculate_context_tokens(get(message, "usage")) <= limit and estimate.tokens <= limit:
         return NONE  # below the threshold whichever count applies
-    if any(get(p.source, "type") == E.CONTEXT_EDIT for p in projection.entries):
+    projected = view.projection()
+    if any(get(p.source, "type") == E.CONTEXT_EDIT for p in projected.entries):
         tokens = estimate.tokens
     elif not valid_usage:
-        agent = estimate_context_tokens(projection.messages, estimator)
+        agent = estimate_context_tokens(projected.messages, estimator)
         if agent.last_usage_index is not None and latest_compaction is not None:
-            anchor = projection.messages[agent.last_usage_index]
+            anchor = projected.messages[agent.last_usage_index]
             anchored_at = timestamp_ms(get(anchor, "timestamp"))
             if anchored_at is None or (compacted_at is not None and anchored_at <= compacted_at):
                 return NONE  # the only usage predates the checkpoint

@@ -355,6 +355,10 @@ __all__ = [
 ]
 
 
+_PENDING_MAX: Final = 64
+"""Messages a tracker keeps unestimated at most (it must not hold a whole context nobody reads)."""
+
+
 class UsageTracker:
     """:func:`estimate_projected_context_tokens`, kept current while the context only grows.
 
@@ -364,13 +368,21 @@ class UsageTracker:
     the latest edit/compaction on the branch — and folds in only the new messages. Anything
     that changes earlier projections (a compaction, a context edit, a system message) falls
     back to a full computation. ``extend`` returns exactly what a full computation would.
+
+    Appending only finds the new anchor; the messages' estimates are made when
+    :attr:`estimate` is read, and only for those it depends on: once an anchor is trusted the
+    estimate is the anchor's usage plus what follows it, so the messages before a new anchor
+    are never estimated (a daemon that reads usage after each assistant message estimates
+    none of an alternating conversation's).
     """
 
     def __init__(self, estimator: TokenEstimator = PI) -> None:
         self.estimator = estimator
         self.messages = 0
         self.branch = 0
-        self.estimate = ContextEstimate(0, 0, 0, None)
+        self._estimate = ContextEstimate(0, 0, 0, None)
+        self._pending: list[Message] = []
+        """Messages appended since the estimate was last made, after the latest anchor."""
         self._anchor: int | None = None
         self._anchor_tokens: float = 0
         self._anchor_trusted = False
@@ -378,58 +390,80 @@ class UsageTracker:
         self._nonsystem: float = 0
         self._system: float = 0
 
+    @property
+    def estimate(self) -> ContextEstimate:
+        """Pi's ``estimateProjectedContextTokens`` of the context as appended so far."""
+        if self._pending:
+            self._fold()
+        return self._estimate
+
     def reset(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
         est = self.estimator
         messages = projection.messages
         self.messages, self.branch = len(messages), len(branch)
+        self._pending = []
         self._nonsystem = 0
         for m in messages:
             if get(m, "role") != "system":
                 self._nonsystem += est.message_tokens(m)
         system = current_system_message(messages)
         self._system = est.message_tokens(system) if system is not None else 0
-        self.estimate = estimate_projected_context_tokens(projection, branch, est)
+        self._estimate = estimate_projected_context_tokens(projection, branch, est)
         anchored = estimate_context_tokens(messages, est)
         self._anchor = anchored.last_usage_index
         self._anchor_tokens = anchored.usage_tokens
         self._trailing = anchored.trailing_tokens
-        self._anchor_trusted = self.estimate.last_usage_index is not None
-        return self.estimate
+        self._anchor_trusted = self._estimate.last_usage_index is not None
+        return self._estimate
 
     def append(self, messages: list[Message], branch: list[Any]) -> bool:
         """Fold in what one append added (its messages, its branch entries) without the
         projection; ``False`` when it changes earlier projections (a compaction, an edit, a
         system message): the caller then starts over with :meth:`reset`."""
-        est = self.estimator
         for entry in branch:
             if get(entry, "type") in (E.CONTEXT_EDIT, E.COMPACTION):
                 return False
         if any(get(m, "role") == "system" for m in messages):
             return False
+        pending = self._pending
         for offset, m in enumerate(messages):
-            tokens = est.message_tokens(m)
-            self._nonsystem += tokens
             usage = assistant_usage(m)
             if usage is not None:
                 self._anchor = self.messages + offset
                 self._anchor_tokens = calculate_context_tokens(usage)
                 self._trailing = 0
-                # A new anchor comes from an appended entry, after any edit or compaction.
+                # A new anchor comes from an appended entry, after any edit or compaction:
+                # trusted from now on, so the estimate no longer reads what precedes it
+                # (``_nonsystem`` stays behind until a reset).
                 self._anchor_trusted = True
+                pending.clear()
             else:
-                self._trailing += tokens
+                pending.append(m)
         self.messages += len(messages)
         self.branch += len(branch)
-        self._settle()
+        if not pending or len(pending) > _PENDING_MAX:
+            self._fold()
         return True
+
+    def _fold(self) -> None:
+        """Estimate the pending messages (in order: the sums are the full computation's)."""
+        est = self.estimator
+        trusted = self._anchor_trusted
+        for m in self._pending:  # none of them is an anchor
+            tokens = est.message_tokens(m)
+            if not trusted:
+                self._nonsystem += tokens
+            self._trailing += tokens
+        self._pending = []
+        self._settle()
 
     def _settle(self) -> None:
         if self._anchor is not None and self._anchor_trusted:
             total = self._anchor_tokens + self._trailing
-            self.estimate = ContextEstimate(total, self._anchor_tokens, self._trailing, self._anchor)
+            self._estimate = ContextEstimate(total, self._anchor_tokens, self._trailing, self._anchor)
         else:
             total = self._system + self._nonsystem
-            self.estimate = ContextEstimate(total, 0, total, None)
+            self._estimate = ContextEstimate(total, 0, total, None)
 
     def extend(self, projection: Projection, branch: list[Any]) -> ContextEstimate:
         """The estimate after ``projection``/``branch`` grew by appending (else: ``reset``)."""

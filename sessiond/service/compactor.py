@@ -599,40 +599,45 @@ class Compactor:
                 messages.append((entry_id, get(get(light, "message"), "role")))
         if not messages:
             return
+        sid = host.id
         settings: cs.Settings | None = None
         last_assistant: Any = None
         for entry_id, role in messages:
-            if role in ("user", "assistant"):
+            if role == "user":  # a user turn ends a recovery window: no body needed to say so
+                self.recovery.pop(sid, None)
+            elif role == "assistant":
                 entry = session.get(entry_id)
                 if policy.resets_recovery(get(entry, "message")):
-                    self.recovery.pop(host.id, None)
-                if role == "assistant":
-                    last_assistant = entry
-        if host.id in self.running:
+                    self.recovery.pop(sid, None)
+                last_assistant = entry
+        if sid in self.running:
             return
-        settings = self.settings(host.id)
+        settings = self.settings(sid)
         if settings.microcompact.enabled:
             clearing = microcompaction.automatic(host, settings.microcompact, messages, self.estimator)
             if clearing is not None:
                 yield clearing
         if last_assistant is None or not settings.enabled:
             return
-        projection = session.context()
-        model = projection.settings.model
+        if isinstance(session, Session):
+            view = session.context_view()  # the projection only if the check needs it
+        else:
+            view = policy.ContextView.of(session.context())
+        model = view.model
         resolved = settings.for_model(model)
         position = entry_ids.index(str(get(last_assistant, "id")))
         tail = [session.get(i) for i in entry_ids[position + 1 :]]
         decision = policy.check(
             entry=last_assistant,
             tail=[t for t in tail if t is not None],
-            projection=projection,
+            projection=view,
             estimate=session.context_usage(self.estimator),
             estimator=self.estimator,
             enabled=settings.enabled,
             context_window=self.registry.window_for(session, model),
             reserve_tokens=resolved.reserve_tokens,
             max_output_tokens=settings.max_output_tokens,
-            recovery_attempted=self.recovery.get(host.id, False),
+            recovery_attempted=self.recovery.get(sid, False),
         )
         if decision.action == "none":
             return

@@ -377,7 +377,6 @@ class ClaudeSession(IndexedSession):
                     new.add(uuid)
             for uuid in growth.usage_moved - new:
                 pos = index.position(tree.get(uuid))
-                index.usage[pos] = -1
                 index.forget_body(pos)
             for uuid, parent in growth.reparented.items():
                 light = tree.get(uuid)

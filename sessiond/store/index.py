@@ -4,9 +4,12 @@ Opening a 50 MB session must not hold 50 MB of parsed messages. Each line is par
 reduced to a *light entry* — a dict with only the fields the tree, the context settings and
 the choice of context entries read (type, id, parentId, timestamp, the message's role and
 model, labels, ``firstKeptEntryId``, targets) — and dropped. Per line the index also keeps
-the byte offset and length, Pi's token estimate of what the entry contributes, and the
-provider usage it records. Full entries are read back with ``pread`` when a projection needs
-them, through a small cache bounded in bytes.
+the byte offset and length, and a one-line preview for tree views. Full entries are read back
+with ``pread`` when a projection needs them, through a small cache bounded in bytes.
+
+An append indexes only what an ordering or a check needs at once (the light entry, the tree,
+the offset); the preview of an appended entry is made when a tree view first asks, from the
+body the append left in the cache (or the file, if the cache was dropped meanwhile).
 
 Light entries are plain dicts with Pi's key names, so the pure model (tree, settings,
 ``context_entries``) runs on them unchanged; only :meth:`SessionIndex.full` gives bodies.
@@ -24,9 +27,7 @@ from ..formats.pi import LoadDiagnostics, check_header, paused_gc, scan_lines
 from ..model import entries as E
 from ..model.js import UNDEFINED, key
 from ..model.js_json import parse
-from ..model.messages import entry_messages
 from ..model.preview import entry_preview
-from ..model.tokens import PI, assistant_usage, calculate_context_tokens
 from ..model.tree import SessionTree
 from .memory import BUDGET, Holder, MemoryBudget
 from .packed import PackedStrings
@@ -206,12 +207,9 @@ class SessionIndex:
         self.offsets = array("q")
         """Byte offset of each line, ``-1`` for an entry held only in memory (not yet written)."""
         self.lengths = array("q")
-        self.tokens = array("q")
-        """Pi's token estimate of what each entry contributes on its own (before edits)."""
-        self.usage = array("q")
-        """Context tokens of a valid assistant usage on the line, ``-1`` when none."""
-        self.previews = PackedStrings()
-        """A one-line preview per line (for tree views without reading bodies)."""
+        self._previews = PackedStrings()
+        """A one-line preview per line, for tree views without reading bodies; the entries
+        after the last one it holds were appended and are previewed when first asked."""
         self._pos_by_key: dict[Hashable, int] = {}
         self._resident: dict[int, Any] = {}
         self._holder = budget.holder("bodies", self._drop_bodies, str(header.get("id")))
@@ -246,22 +244,25 @@ class SessionIndex:
             raise AssertionError("unreachable")
         return index, diag
 
-    def add(self, entry: Any, offset: int, length: int, *, keep: bool = False) -> Any:
+    def add(
+        self, entry: Any, offset: int, length: int, *, keep: bool = False, preview_later: bool = False
+    ) -> Any:
         """Index one entry; ``offset = -1`` keeps it in memory (a session not yet written).
 
         ``keep`` puts the full entry in the body cache (what was just appended is what the
-        next context build reads).
+        next context build reads). ``preview_later`` (a written line, whose body reads back
+        as ``entry``) leaves its preview to the first tree view.
         """
         pos = len(self.offsets)
         light = self.light(entry)
+        if not preview_later or offset < 0:
+            if len(self._previews) < pos:
+                self._preview_pending()
+            self._previews.append(entry_preview(entry))
         self.offsets.append(offset)
         self.lengths.append(length)
-        tokens, usage = _derived(entry)
         if type(entry) is dict and entry.get("type") == E.SESSION_INFO:
             self.session_name = entry.get("name", UNDEFINED)
-        self.tokens.append(tokens)
-        self.usage.append(usage)
-        self.previews.append(entry_preview(entry))
         self._pos_by_key[key(light.get("id", UNDEFINED) if type(light) is dict else UNDEFINED)] = pos
         self.tree.add(light)
         if offset < 0:
@@ -284,6 +285,19 @@ class SessionIndex:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    @property
+    def previews(self) -> PackedStrings:
+        """A one-line preview per line, in file order (appended entries previewed now)."""
+        if len(self._previews) < len(self.offsets):
+            self._preview_pending()
+        return self._previews
+
+    def _preview_pending(self) -> None:
+        """Preview the appended entries not previewed yet, reading their bodies like a path."""
+        start = len(self._previews)
+        for entry in self._full_positions(list(range(start, len(self.offsets)))):
+            self._previews.append(entry_preview(entry))
 
     def position(self, light: Any) -> int:
         """File-order position of the line a light entry from the tree stands for."""
@@ -315,12 +329,19 @@ class SessionIndex:
         """The full entries of a path; what is not cached is read in few large reads."""
         if len(path) < _BATCH_MIN or self.read_body is None:
             return [self.full(e) for e in path]
-        out: list[Any] = list(path)
+        out: list[Any] = list(path)  # non-object lines are their own full form
+        at = [i for i, light in enumerate(path) if type(light) is dict]
+        for i, entry in zip(at, self._full_positions([self.position(path[i]) for i in at]), strict=True):
+            out[i] = entry
+        return out
+
+    def _full_positions(self, positions: list[int]) -> list[Any]:
+        """The full entries at file positions; what is not cached is read in few large reads."""
+        if len(positions) < _BATCH_MIN or self.read_body is None:
+            return [self.full_at(pos) for pos in positions]
+        out: list[Any] = [None] * len(positions)
         missing: list[tuple[int, int]] = []  # (file position, index in out)
-        for i, light in enumerate(path):
-            if type(light) is not dict:
-                continue
-            pos = self.position(light)
+        for i, pos in enumerate(positions):
             entry = self._resident.get(pos)
             if entry is None:
                 entry = self._cache.get(pos)
@@ -384,12 +405,10 @@ class SessionIndex:
 
     def refresh(self, pos: int, entry: Any) -> None:
         """The full entry at ``pos`` is now ``entry`` (same line, converted anew): redo what
-        the index derived from it (estimate, usage, preview)."""
+        the index derived from it (the preview)."""
+        previews = self.previews  # the pending ones from the bodies they were added with
         self._cache.forget(pos)
-        tokens, usage = _derived(entry)
-        self.tokens[pos] = tokens
-        self.usage[pos] = usage
-        self.previews[pos] = entry_preview(entry)
+        previews[pos] = entry_preview(entry)
 
     def _drop_bodies(self) -> None:
         self._cache.clear()
@@ -398,22 +417,3 @@ class SessionIndex:
         """The session is closed: what the cache holds no longer counts against the budget."""
         self._cache.clear()
         self._holder.close()
-
-
-def _derived(entry: Any) -> tuple[int, int]:
-    """Pi's estimate of what an entry contributes, and the context tokens of its valid usage
-    (``-1``: none)."""
-    tokens = 0
-    usage = -1
-    if type(entry) is dict:
-        t = entry.get("type")
-        if t in (E.MESSAGE, E.CUSTOM_MESSAGE, E.BRANCH_SUMMARY, E.COMPACTION):
-            for message in entry_messages(entry):
-                est = PI.message_tokens(message)
-                tokens += int(est) if est == est else 0
-            if t == E.MESSAGE:
-                u = assistant_usage(entry.get("message"))
-                if u is not None:
-                    value = calculate_context_tokens(u)
-                    usage = int(value) if value == value else -1
-    return tokens, usage

@@ -38,6 +38,10 @@ DEFAULT_IDLE: Final = 60.0
 _SWEEP_EVERY: Final = 1.0
 
 
+def _nothing() -> None:
+    """A closed holder's ``drop``."""
+
+
 class Holder:
     """Something that keeps session content parsed and can drop it (see :class:`MemoryBudget`)."""
 
@@ -80,8 +84,15 @@ class Holder:
         self._budget._report(self, 0, touch=False)
 
     def close(self) -> None:
-        """The owner is gone: forget the holder (what it keeps no longer counts)."""
+        """The owner is gone: forget the holder (what it keeps no longer counts).
+
+        Also lets go of the owner's ``drop`` (a bound method: owner -> holder -> owner is a
+        reference cycle), so a closed session is freed by reference counting at once rather
+        than by the collector's next full collection (which walks every object the process
+        holds, and comes rarely in a daemon holding large sessions).
+        """
         self._budget._forget(self)
+        self._drop = _nothing
 
 
 class MemoryBudget:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from sessiond.model.projection import project
 from sessiond.model.tokens import (
     PI,
@@ -128,7 +130,10 @@ def test_unknown_estimator_is_a_clear_error() -> None:
         raise AssertionError("expected ValueError")
 
 
-def test_usage_tracker_matches_a_full_computation_at_every_step() -> None:
+@pytest.mark.parametrize("read_every", [1, 3])
+def test_usage_tracker_matches_a_full_computation_at_every_step(read_every: int) -> None:
+    """Read after every append, or fed appends unread in between (its estimates are made
+    when read, and only for the messages after the latest anchor)."""
     for seed in range(20):
         rng = random.Random(seed)
         s = Ledger()
@@ -172,5 +177,11 @@ def test_usage_tracker_matches_a_full_computation_at_every_step() -> None:
             branch = s.tree().branch()
             projection = project(branch)
             expected = estimate_projected_context_tokens(projection, branch)
+            if step and rng.randrange(read_every):
+                grown = len(projection.messages) >= tracker.messages and len(branch) >= tracker.branch
+                new = projection.messages[tracker.messages :] if grown else []
+                if not grown or not tracker.append(new, branch[tracker.branch :]):
+                    tracker.reset(projection, branch)
+                continue
             got = tracker.extend(projection, branch) if step else tracker.reset(projection, branch)
             assert got == expected, (seed, step)

@@ -60,7 +60,7 @@ def state(s: ClaudeSession, *, diagnostics: bool) -> dict[str, Any]:
         "view": (view.estimate.as_json(), view.model, view.messages),
         "branch": s.branch_ids(),
         "currentBranch": [get(e, "id") for e in s.current_branch()],
-        "derived": (list(s.index.tokens), list(s.index.usage), list(s.index.previews)),
+        "previews": list(s.index.previews),
     }
     if diagnostics:
         out["diagnostics"] = s.diagnostics.as_json()

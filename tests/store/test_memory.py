@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import shutil
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,31 @@ def test_closed_and_collected_holders_stop_counting() -> None:
     gc.collect()
     Held(budget, "c").holder.hold(1)  # the next report buries the collected holder
     assert budget.total == 1 and [name for name, _ in budget.holders()] == ["c"]
+
+
+def test_a_closed_session_is_freed_without_the_collector(tmp_path: Path) -> None:
+    """A closed session must not wait for the collector's next full collection (rare in a daemon
+    holding large sessions), held in a cycle through its memory holders."""
+    gc.collect()
+    gc.disable()
+    try:
+        s = Session.create(tmp_path / "--w--", "/w")
+        grow(s, 20)
+        s.context()
+        s.tree_view()
+        path = s.path
+        s.close()
+        session, index = weakref.ref(s), weakref.ref(s.index)
+        del s
+        assert session() is None and index() is None
+        opened = Session.open(path)
+        opened.context()
+        opened.close()
+        again = weakref.ref(opened)
+        del opened
+        assert again() is None
+    finally:
+        gc.enable()
 
 
 def grow(session: Session, n: int) -> None:

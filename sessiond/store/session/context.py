@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...compaction.policy import ContextView
 from ...compaction.prepare import CompactionPreparation, CompactionSettings, NoCompaction, prepare_compaction
 from ...model import entries as E
 from ...model.entries import Entry
@@ -97,6 +98,27 @@ class CachedContext(IndexedSession):
             self._projection_bytes = self._bytes_of(light.ctx)
             self._context_holder.hold(self._projection_bytes)
             return projection
+
+    def _projection_now(self) -> Projection:
+        """The projection, held if it already is, else built for this reader only: reporting
+        usage (a tracker starting over) does not make the session keep a parsed context that
+        every later append would extend."""
+        if type(self).context is not CachedContext.context:
+            return self.context()
+        cached = self._projection
+        if cached is not None and cached[0] == (key(self._index.tree.leaf_id), len(self._index)):
+            return cached[1]
+        light = self._light_context()
+        return project_entries(self._index.full_path(light.ctx), light.settings)
+
+    def context_view(self) -> ContextView:
+        """The context's model and first entry from the light context, the projection only if
+        the reader asks (the after-append checks: most need no parsed context in memory)."""
+        if type(self).context is not CachedContext.context:
+            return ContextView.of(self.context())  # a subclass projects its context otherwise
+        with self._lock:
+            light = self._light_context()
+            return ContextView(light.settings.model, light.ctx[0] if light.ctx else None, self.context)
 
     def _bytes_of(self, entries: list[Any]) -> int:
         index = self._index
@@ -198,7 +220,7 @@ class CachedContext(IndexedSession):
         if cached is not None and cached[0] == at:
             return cached[1]
         tracker = UsageTracker(estimator)
-        tracker.reset(self.context(), self._current_branch())
+        tracker.reset(self._projection_now(), self._current_branch())
         self._usage[estimator.name] = (at, tracker)
         return tracker
 

@@ -155,7 +155,7 @@ class FollowedSession(CachedContext):
                     if type(value) is dict:
                         # Like an own append: the cached context grows instead of being rebuilt.
                         is_new_id = value.get("id", UNDEFINED) not in self._index.tree
-                        light = self._index.add(value, offset, length, keep=True)
+                        light = self._index.add(value, offset, length, keep=True, preview_later=True)
                         self._extend_light_context(value.get("parentId"), light, is_new_id, value)
                     else:
                         self._index.add(value, offset, length)

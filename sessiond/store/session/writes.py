@@ -354,7 +354,7 @@ class WritableSession(FollowedSession):
         offset = start
         for entry, line in zip(entries, lines, strict=True):
             is_new_id = entry["id"] not in self._index.tree
-            light = self._index.add(entry, offset, len(line), keep=True)
+            light = self._index.add(entry, offset, len(line), keep=True, preview_later=True)
             self._extend_light_context(entry.get("parentId"), light, is_new_id, entry)
             offset += len(line)
         self._scan_end = end
@@ -385,7 +385,7 @@ class WritableSession(FollowedSession):
             offset += len(raw)
         index.mark_written(0, written)
         for entry, line in zip(entries, lines, strict=True):
-            index.add(entry, offset, len(line), keep=True)
+            index.add(entry, offset, len(line), keep=True, preview_later=True)
             offset += len(line)
         index.read_body = journal.pread
         self._journal = journal

@@ -1171,7 +1171,7 @@ G_RPC_DAEMON_CPU = Goal(
     "<=",
     GOAL_DAEMON_CPU_US,
     unit="us",
-    reading="the 8-client buffered row: the daemon's utime + stime from /proc over the run, per append",
+    reading="daemon CPU per append: the daemon's utime + stime (/proc) over the 8-client run / its appends",
 )
 BENCH = Bench(
     "rpc",

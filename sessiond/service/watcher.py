@@ -690,8 +690,15 @@ class Watcher:
         Two speeds: after a batch, a wait that looks every ``step_ms`` and gives up after
         ``FOLLOWING_MS`` without a change (watchfiles' ``timeout``); then one that looks every
         ``idle_step_ms`` and returns only with changes (or when ``gen`` is set): while idle, no
-        wait ends empty, and its thread wakes half as often."""
+        wait ends empty, and its thread wakes half as often.
+
+        A wait that times out empties watchfiles' change set *after* finding it empty (two
+        separate locks in its Rust loop), so a change landing in between is dropped. The files
+        of the spell that just ended — the ones being written, where the next change most
+        likely lands — are looked at once more when it times out; any other file is covered
+        by the slow re-scan."""
         following = True
+        recent: set[str] = set()
         while not gen.is_set():
             step, timeout = (self._step_ms, FOLLOWING_MS) if following else (self._idle_step_ms, 0)
             try:
@@ -708,11 +715,18 @@ class Watcher:
                 gen.set()
                 self._poke()
                 return
-            following = isinstance(raw, set)
-            if following:
-                await self._process(p for _, p in raw)
+            if isinstance(raw, set):
+                following = True
+                paths = [p for _, p in raw]
+                recent.update(paths)
+                await self._process(paths)
                 if self._check_dirs:
                     self._poke()
+                continue
+            following = False
+            if raw == "timeout" and recent:
+                await self._process(list(recent))
+            recent.clear()
 
     async def _housekeeping(self, gen: _Flag) -> bool:
         """Pending looks (tracked files), directory checks and the slow re-scan, until the

@@ -592,3 +592,43 @@ async def test_a_quiet_watcher_looks_less_often_and_still_sees_the_next_append(
     # The append after the quiet spell was seen by the idle wait, which had no timeout; the
     # wait after that batch followed at step_ms again, then gave up after FOLLOWING_MS.
     assert calls[:4] == [(5, 100, "timeout"), (30, 0, "changes"), (5, 100, "timeout"), (30, 0, "changes")]
+
+
+async def test_a_change_dropped_by_a_timed_out_wait_is_still_seen(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path
+) -> None:
+    """watchfiles empties its change set after a wait found it empty and timed out, so a change
+    landing in between is gone. The stand-in below drops one that way: the append made during
+    the following wait is never returned. The watcher looks at the spell's files again when the
+    wait times out, so the growth is reported without waiting for the slow re-scan (off here)."""
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    waits: list[str] = []
+
+    class Dropping:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int, stop_event: Any) -> Any:
+            if not waits:  # the first wait: one change to the file
+                waits.append("changes")
+                append(s, b'{"a":1}\n')
+                return {(2, str(s))}
+            if len(waits) == 1:  # following: the file changes, the change is dropped, "timeout"
+                waits.append("timeout")
+                append(s, b'{"a":2}\n')
+                return "timeout"
+            waits.append("idle")  # idle: nothing more, until stopped
+            while not stop_event.is_set():
+                time.sleep(0.005)
+            return "stop"
+
+        def close(self) -> None:
+            pass
+
+    _fake_watchfiles(monkeypatch, Dropping)
+    async with running("inotify", session_dir, resync_interval=None) as (_, rec):
+        while len(waits) < 2:
+            await anyio.sleep(0.005)
+        final = s.stat().st_size
+        await rec.until(grown_to(s, final))

@@ -18,6 +18,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"compaction", "formats"}),
     frozenset({"store", "filehistory"}),
     frozenset({"inspection"}),
+    # What the service keeps beside the sessions: the full-text index and the usage records.
+    frozenset({"search", "usage"}),
     frozenset({"service"}),
     # Transports. What both need (the framings' names, the loopback rule) is below them; the
     # viewer (web) knows nothing of JSON-RPC; the daemon (rpc.server) starts the viewer.

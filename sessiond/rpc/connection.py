@@ -183,8 +183,17 @@ class Connection:
         return False
 
     def receive(self, body: bytes) -> bool:
-        """One message from the client; False once nothing more is to be read from it."""
-        self._receive(body)
+        """One message from the client; False once nothing more is to be read from it.
+
+        Nothing a message holds may escape from here: on a byte stream this runs in the event
+        loop's read callback, where an exception would abort the transport and drop the answers
+        already queued for the messages read before (an append stored but never acknowledged).
+        A bug is answered -32603 with id null and logged, and the connection goes on."""
+        try:
+            self._receive(body)
+        except Exception as exc:
+            log.exception("connection %s (%s): a message could not be handled", self.id, self.peer)
+            self._error(None, ErrorCode.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
         return not (self.exited or self.closed)
 
     def refuse(self, exc: MessageTooLargeError | FramingError) -> bool:
@@ -391,12 +400,21 @@ class Connection:
     def _notification(self, method: str, params: Json) -> None:
         if method == "exit":
             self.exited = True
-        elif method == "$/cancelRequest":
-            self.engine.cancel(params.get("id"))
-        elif method == "$/cancel_request":
-            request_id = params.get("requestId")
-            if isinstance(request_id, str | int):
+        elif method in ("$/cancelRequest", "$/cancel_request"):
+            field = "id" if method == "$/cancelRequest" else "requestId"
+            request_id = params.get(field)
+            if type(request_id) in (str, int):
                 self.engine.cancel(request_id)
+            else:
+                # A notification has no id to answer, so the error goes out with id null (as for
+                # a message that cannot be read); an object or array is no request id and would
+                # not even hash.
+                self._error(
+                    None,
+                    ErrorCode.INVALID_PARAMS,
+                    f"{method}: params.{field} must be the id of a request (a string or an integer)",
+                    {"field": field},
+                )
         elif method in ("initialized", "$/setTrace"):
             pass
         else:

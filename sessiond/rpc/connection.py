@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import itertools
 import logging
 import time
@@ -39,6 +38,7 @@ from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND
 from ..errors import AuthenticationError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
+from .auth import Credentials, Granted
 from .dispatch import Daemon, Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
@@ -70,7 +70,7 @@ class Connection:
         limits: Limits,
         *,
         peer: str = "",
-        auth_token: str | None = None,
+        credentials: Credentials | None = None,
         on_close: Callable[[Connection], None] | None = None,
     ) -> None:
         """``source`` is a byte stream, which hands this connection its messages as they arrive
@@ -89,7 +89,12 @@ class Connection:
         self._writer = writer
         self._joins = self._stream is not None
         """A byte stream: queued messages may be joined into one write."""
-        self._auth_token = auth_token
+        self.credentials = credentials
+        """Set for anonymous transports (TCP, the viewer's WebSocket): ``initialize`` must
+        present a credential of theirs. None: the peer is the owner (Unix socket, stdio)."""
+        self.granted: Granted | None = None
+        """What this connection's credential granted (None before, or when none is needed)."""
+        self.generation = credentials.generation if credentials is not None else 0
         self._on_close = on_close
         self._context = {MAX_ENTRIES_PER_APPEND: limits.max_entries_per_append}
         """What params validators need besides the params: the limits that are settings."""
@@ -481,10 +486,25 @@ class Connection:
             raise ConnectionError(f"connection {self.id} is closed")
         return await self.engine.ask(method, params)
 
-    def check_token(self, token: str | None) -> None:
-        if self._auth_token is None:
-            return
-        if type(token) is not str or not hmac.compare_digest(token, self._auth_token):
+    @property
+    def owner(self) -> bool:
+        """On the Unix socket (uid checked) or stdio: no credential needed."""
+        return self.credentials is None
+
+    @property
+    def anonymous(self) -> bool:
+        """Not initialized yet on a transport that needs a credential (its own small budget)."""
+        return self.credentials is not None and not self.initialized
+
+    def check_token(self, token: str | None) -> str | None:
+        """Raise ``AuthenticationError`` unless ``token`` is a credential of this server (on
+        TCP and the viewer's WebSocket); the viewer token to hand back when it was a one-time
+        code."""
+        credentials = self.credentials
+        if credentials is None:
+            return None
+        granted = credentials.check(token) if type(token) is str else None
+        if granted is None:
             log.warning(
                 "connection %s (%s): refused: %s authToken",
                 self.id,
@@ -494,6 +514,10 @@ class Connection:
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
             raise AuthenticationError()
+        self.granted = granted
+        if granted.viewer is not None:
+            credentials.opened(granted.viewer)
+        return granted.issued
 
 
 _last_update: tuple[dict[str, Any], str, Framing, bytes] | None = None

@@ -32,6 +32,7 @@ from ..formats.codex.listing import first_prompt
 from ..store.codex import INDEX_FILE
 from ..store.listing import SessionInfo
 from ..store.opencode import DB_NAME, OpenCodeDatabase, OpenCodeJsonStore, db_session_path
+from ..store.regular import open_regular
 
 ROLLOUT: Final = re.compile(
     r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -153,7 +154,7 @@ class CodexListing:
 
 
 def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, Any]]:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     head = data[:HEAD_BYTES]
     rollout: Rollout = parse_rollout(head[: head.rfind(b"\n") + 1], str(path))

@@ -55,6 +55,7 @@ from .claude_files import find_subagents
 from .foreign import foreign_header, grown_to
 from .index import SessionIndex
 from .memory import BUDGET, MemoryBudget
+from .regular import open_regular_fd
 from .session import IndexedSession, IngestResult
 
 READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes another agent's file"
@@ -126,7 +127,7 @@ class ClaudeSession(IndexedSession):
     @classmethod
     def open(cls, path: Path, *, budget: MemoryBudget = BUDGET) -> ClaudeSession:
         path = Path(path)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular_fd(path)
         try:
             live, entries = LiveTranscript.read(_complete_lines(fd), str(path))
             return cls(path, live, entries, live.t.end, fd, budget)

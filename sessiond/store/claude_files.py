@@ -24,6 +24,7 @@ from ..formats.claude_code import (
     parse_transcript,
     sniff,
 )
+from .regular import open_regular, read_regular
 
 SNIFF_BYTES: Final = 1 << 20
 """How much of a file :func:`is_claude_code_file` reads at most."""
@@ -33,7 +34,7 @@ _HEAD_LINES: Final = 8
 
 def load_transcript(path: str | os.PathLike[str]) -> ClaudeTranscript:
     """Read a whole transcript file (read-only) and parse it. Raises ``OSError`` only."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         data = f.read()
     return parse_transcript(data, os.fspath(path))
 
@@ -45,8 +46,7 @@ def is_claude_code_file(path: str | os.PathLike[str]) -> bool:
     :func:`~sessiond.formats.claude_code.sniff` for what says yes.
     """
     try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
+        head = read_regular(path, SNIFF_BYTES)
     except OSError:
         return False
     return sniff(head, truncated=len(head) == SNIFF_BYTES)
@@ -55,7 +55,7 @@ def is_claude_code_file(path: str | os.PathLike[str]) -> bool:
 def file_session_id(path: Path) -> str | None:
     """``sessionId`` of the first record that has one, reading a few lines at most."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return first_session_id(itertools.islice(f, _HEAD_LINES))
     except OSError:
         return None

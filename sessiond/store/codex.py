@@ -17,6 +17,7 @@ from ..formats.codex import Rollout, Thread, extend_rollout, origin, parse_rollo
 from ..formats.codex.records import Record
 from ..model.js import key
 from .foreign import ForeignSession, foreign_header, grown_to
+from .regular import open_regular, read_regular
 from .session import IngestResult
 
 READ_ONLY: Final = "it is a Codex CLI rollout; sessiond never writes another agent's file"
@@ -28,8 +29,7 @@ def is_codex_rollout(path: str | os.PathLike[str]) -> bool:
     from ..formats.codex.records import looks_like_rollout  # noqa: PLC0415
 
     try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
+        head = read_regular(path, 1 << 20)
     except OSError:
         return False
     return looks_like_rollout(head)
@@ -98,7 +98,7 @@ class CodexSession(ForeignSession):
     @classmethod
     def open(cls, path: Path, **_: Any) -> CodexSession:
         path = Path(path)
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             st = os.fstat(f.fileno())
             data = f.read()
         rollout = parse_rollout(data, str(path))
@@ -145,7 +145,7 @@ class CodexSession(ForeignSession):
             size = grown_to(self.path, self._inode, start, result)
             if size is None or size == start:
                 return result
-            with open(self.path, "rb") as f:
+            with open_regular(self.path) as f:
                 f.seek(start)
                 data = f.read(size - start)
             result.bytes_read = len(data)

@@ -42,9 +42,13 @@ from .context import (
 from .daemon import METHODS as _DAEMON
 from .daemon import (
     DaemonStatusResult,
+    StatusAdmission,
     StatusClient,
+    StatusFiles,
     StatusMemory,
     StatusSession,
+    ViewerCodeParams,
+    ViewerCodeResult,
 )
 from .file_history import METHODS as _FILE_HISTORY
 from .file_history import (
@@ -177,7 +181,9 @@ __all__ = [
     "SettingsResult",
     "SnipParams",
     "SnipResult",
+    "StatusAdmission",
     "StatusClient",
+    "StatusFiles",
     "StatusMemory",
     "StatusSession",
     "TrackParams",
@@ -185,4 +191,6 @@ __all__ = [
     "TreeParams",
     "TreeResult",
     "UsageResult",
+    "ViewerCodeParams",
+    "ViewerCodeResult",
 ]

@@ -196,6 +196,10 @@ class AcceptBackoff:
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         message = str(context.get("message", ""))
+        if isinstance(exc, ValueError) and "_start_serving" in repr(context.get("handle")):
+            # a retry asyncio scheduled after a failed accept, run after its server closed
+            log.debug("a listener closed while it waited to accept again")
+            return
         if not (isinstance(exc, OSError) and message.startswith("socket.accept() out of system resource")):
             loop.default_exception_handler(context)
             return

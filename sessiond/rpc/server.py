@@ -39,6 +39,7 @@ from ..errors import SessiondError
 from ..net.loopback import parse_loopback
 from ..service.config import Config, ConfigError
 from ..service.service import Service
+from ..store.bounded import set_line_limit
 from .auth import Credentials
 from .connection import Connection
 from .methods import HANDLERS
@@ -579,6 +580,7 @@ def serve(config: Config, *, tcp: str | None = None, stdio: bool = False, ui: st
     if ui is None:
         ui = config.ui.listen if config.ui.enabled and not stdio else "off"
     viewer = None if ui == "off" else parse_address(ui)
+    set_line_limit(config.limits.max_line_bytes)
     lock = StoreLock(config.lock_path)
     config.layout.ensure_dirs()
     lock.acquire()

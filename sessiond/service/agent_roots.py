@@ -29,6 +29,7 @@ import orjson
 
 from ..formats.codex import Rollout, origin, parse_rollout, parse_session_index
 from ..formats.codex.listing import first_prompt
+from ..store.bounded import BoundedLines, describe_plain
 from ..store.codex import INDEX_FILE
 from ..store.listing import SessionInfo
 from ..store.opencode import DB_NAME, OpenCodeDatabase, OpenCodeJsonStore, db_session_path
@@ -155,7 +156,8 @@ class CodexListing:
 
 def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, Any]]:
     with open_regular(path) as f:
-        data = f.read()
+        # complete lines, none over the line limit (a placeholder instead: store.bounded)
+        data = b"".join(BoundedLines(f.fileno(), 0, os.fstat(f.fileno()).st_size, describe_plain))
     head = data[:HEAD_BYTES]
     rollout: Rollout = parse_rollout(head[: head.rfind(b"\n") + 1], str(path))
     prompt = first_prompt(rollout)

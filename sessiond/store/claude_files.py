@@ -24,6 +24,7 @@ from ..formats.claude_code import (
     parse_transcript,
     sniff,
 )
+from .bounded import BoundedLines, describe_claude
 from .regular import open_regular, read_regular
 
 SNIFF_BYTES: Final = 1 << 20
@@ -35,7 +36,14 @@ _HEAD_LINES: Final = 8
 def load_transcript(path: str | os.PathLike[str]) -> ClaudeTranscript:
     """Read a whole transcript file (read-only) and parse it. Raises ``OSError`` only."""
     with open_regular(path) as f:
-        data = f.read()
+        # never a line over the limit in memory: a placeholder stands in (see store.bounded);
+        # a torn last line is read as before (the listing shows what is there)
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        lines = BoundedLines(fd, 0, size, describe_claude)
+        data = b"".join(lines)
+        if lines.skip_scanned is None and lines.pos < size:
+            data += os.pread(fd, size - lines.pos, lines.pos)
     return parse_transcript(data, os.fspath(path))
 
 

@@ -15,7 +15,9 @@ from typing import Any, Final
 
 from ..formats.codex import Rollout, Thread, extend_rollout, origin, parse_rollout
 from ..formats.codex.records import Record
+from ..formats.lines import OversizedLine
 from ..model.js import key
+from .bounded import BoundedLines, describe_plain
 from .foreign import ForeignSession, foreign_header, grown_to
 from .regular import open_regular, read_regular
 from .session import IngestResult
@@ -78,6 +80,8 @@ class CodexSession(ForeignSession):
     format_name = "Codex"
 
     def __init__(self, path: Path, rollout: Rollout, inode: int | None, title: str | None = None) -> None:
+        self._skip_scanned: int | None = None
+        """The unterminated tail is over the line limit: scanned for its end up to here."""
         sid = rollout.session_id or _id_from_name(path)
         meta = rollout.meta or {}
         ts = meta.get("timestamp")
@@ -100,9 +104,13 @@ class CodexSession(ForeignSession):
         path = Path(path)
         with open_regular(path) as f:
             st = os.fstat(f.fileno())
-            data = f.read()
-        rollout = parse_rollout(data, str(path))
-        return cls(path, rollout, st.st_ino, read_title(path, rollout.session_id))
+            lines = BoundedLines(f.fileno(), 0, st.st_size, describe_plain)
+            pieces = list(lines)
+        rollout = parse_rollout(b"".join(pieces), str(path))
+        _bounded(rollout, lines, pieces, st.st_size)
+        session = cls(path, rollout, st.st_ino, read_title(path, rollout.session_id))
+        session._skip_scanned = lines.skip_scanned
+        return session
 
     # ------------------------------------------------------------------ reads
 
@@ -146,11 +154,13 @@ class CodexSession(ForeignSession):
             if size is None or size == start:
                 return result
             with open_regular(self.path) as f:
-                f.seek(start)
-                data = f.read(size - start)
-            result.bytes_read = len(data)
+                lines = BoundedLines(f.fileno(), start, size, describe_plain, skip_scanned=self._skip_scanned)
+                pieces = list(lines)
+            self._skip_scanned = lines.skip_scanned
+            result.bytes_read = size - start
             before = len(self.rollout.records)
-            extend_rollout(self.rollout, data)
+            extend_rollout(self.rollout, b"".join(pieces))
+            _bounded(self.rollout, lines, pieces, size)
             result.partial_tail = self.rollout.diagnostics.torn_tail
             new_records = self.rollout.records[before:]
             if not new_records:
@@ -163,6 +173,14 @@ class CodexSession(ForeignSession):
                 self.title = read_title(self.path, self.rollout.session_id)
             result.entries.extend(entries)
             return result
+
+
+def _bounded(rollout: Rollout, lines: BoundedLines, pieces: list[bytes], size: int) -> None:
+    """What the rollout read from ``lines``: the file offset reached (not the placeholders'
+    bytes), the lines left out, and whether a line is still being written."""
+    rollout.bytes_read = lines.pos
+    rollout.diagnostics.oversized_lines += sum(1 for p in pieces if type(p) is OversizedLine)
+    rollout.diagnostics.torn_tail = lines.pos < size
 
 
 def _line_of(entry_id: Any) -> int | None:

@@ -7,9 +7,13 @@ thread per request (and the daemon's exit); a symlink was read before it was ref
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +115,137 @@ def test_a_symlinked_session_file_in_the_store_is_refused_before_it_is_opened(
         assert_no_traceback(answer["error"])
     assert snapshot(daemon.store.parent / "outside") == before
     c.close()
+
+
+# --------------------------------------------------------------------------- huge lines
+
+CLAUDE_SID = "5c6f1f9e-0000-4000-8000-00000000aaaa"
+LIMIT = 1 << 20
+HUGE = 32 << 20
+
+
+def claude_line(kind: str, uuid: str, parent: str | None, text: str, second: int) -> bytes:
+    """A Claude Code record, its keys in Claude Code's order."""
+    message: dict[str, object] = {"role": kind, "content": text}
+    if kind == "assistant":
+        message = {
+            "id": f"msg_{uuid[-6:]}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    record = {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/tmp/proj",
+        "sessionId": CLAUDE_SID,
+        "version": "2.1.39",
+        "gitBranch": "main",
+        "type": kind,
+        "message": message,
+        "uuid": uuid,
+        "timestamp": f"2026-01-01T00:00:{second:02d}.000Z",
+    }
+    return json.dumps(record).encode() + b"\n"
+
+
+def huge_line(uuid: str, parent: str, second: int, size: int = HUGE) -> tuple[bytes, bytes, bytes]:
+    """A user record whose tool result is ``size`` bytes: (head, filler unit, tail) to write
+    it without building it."""
+    head = (
+        f'{{"parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/tmp/proj",'
+        f'"sessionId":"{CLAUDE_SID}","version":"2.1.39","gitBranch":"main","type":"user",'
+        '"message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"'
+    ).encode()
+    tail = f'"}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:{second:02d}.000Z"}}\n'.encode()
+    return head, b"x", tail
+
+
+def write_huge(f: Any, uuid: str, parent: str, second: int, *, newline: bool = True) -> None:
+    head, _, tail = huge_line(uuid, parent, second)
+    f.write(head)
+    chunk = b"x" * (1 << 20)
+    for _ in range(HUGE >> 20):
+        f.write(chunk)
+    f.write(tail if newline else tail[:-1])
+    f.flush()
+
+
+def uid(n: int) -> str:
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def rss(c: RawClient) -> int:
+    value: int = c.call("daemon/status", {})["memory"]["rssBytes"]
+    return value
+
+
+def entries(c: RawClient) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = c.call("session/entries", {"sessionId": CLAUDE_SID})["entries"]
+    return found
+
+
+def wait_for_entries(c: RawClient, count: int, timeout: float = 30) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = entries(c)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def placeholder_texts(found: list[dict[str, Any]]) -> list[str]:
+    return [json.dumps(e) for e in found if "oversized line of" in json.dumps(e)]
+
+
+def test_huge_lines_in_other_agents_files(tmp_path: Path) -> None:
+    """A Claude Code transcript with a 32 MiB line (the limit set to 1 MiB): cold, followed, and
+    grown without a newline. Each becomes a placeholder entry in its place in the chain, the
+    daemon's memory does not grow with the line, and the counts say what was left out."""
+    project = tmp_path / "claude" / "projects" / "-tmp-proj"
+    project.mkdir(parents=True)
+    path = project / f"{CLAUDE_SID}.jsonl"
+    with open(path, "wb") as f:
+        f.write(claude_line("user", uid(1), None, "hello", 1))
+        f.write(claude_line("assistant", uid(2), uid(1), "hi", 2))
+        write_huge(f, uid(3), uid(2), 3)
+        f.write(claude_line("assistant", uid(4), uid(3), "after the huge one", 4))
+    d = start_daemon(tmp_path, config=f"[limits]\nmax_line_bytes = {LIMIT}\n")
+    try:
+        c = RawClient.unix(d.socket, timeout=ANSWER_WITHIN * 3)
+        c.initialize()
+        base = rss(c)
+        loaded = c.call("session/load", {"sessionId": CLAUDE_SID})
+        assert loaded["diagnostics"]["load"]["oversizedLines"] == 1, loaded["diagnostics"]
+        found = entries(c)
+        assert len(found) == 4 and len(placeholder_texts(found)) == 1, found
+        by_id = {e["id"]: e for e in found}
+        assert by_id[uid(4)]["parentId"] == uid(3) and by_id[uid(3)]["parentId"] == uid(2), found
+        assert re.search(r"oversized line of 33,5\d\d,\d\d\d bytes at offset \d", placeholder_texts(found)[0])
+        cold = rss(c) - base
+
+        # followed: a huge line appended, then one growing past the limit without a newline
+        c.call("session/subscribe", {"sessionId": CLAUDE_SID})
+        with open(path, "ab") as f:
+            write_huge(f, uid(5), uid(4), 5)
+            f.write(claude_line("assistant", uid(6), uid(5), "after the second", 6))
+        found = wait_for_entries(c, 6)
+        assert len(found) == 6 and len(placeholder_texts(found)) == 2, found
+        with open(path, "ab") as f:
+            write_huge(f, uid(7), uid(6), 7, newline=False)
+            time.sleep(1.5)  # the daemon looks at the growing line meanwhile
+            f.write(b"\n" + claude_line("assistant", uid(8), uid(7), "after the third", 8))
+        found = wait_for_entries(c, 8)
+        assert len(found) == 8 and len(placeholder_texts(found)) == 3, found
+        assert {e["id"]: e for e in found}[uid(8)]["parentId"] == uid(7)
+        status = c.call("daemon/status", {})
+        assert status["files"]["oversizedLines"] >= 3, status["files"]
+        grown = rss(c) - base
+        # three 32 MiB lines: parsed, each took several times its size
+        assert cold < 24 << 20 and grown < 48 << 20, (cold, grown)
+        c.close()
+    finally:
+        assert d.stop() == 0, d.log_text()[-3000:]

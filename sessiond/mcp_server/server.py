@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -24,6 +24,8 @@ from . import tools
 from .link import DaemonLink, ToolFailure
 
 log = logging.getLogger("sessiond.mcp")
+
+_Tool = TypeVar("_Tool", bound=Callable[..., Awaitable[CallToolResult]])
 
 INSTRUCTIONS: Final = (
     "sessiond knows every coding-agent session on this machine (sessiond's store, Pi, Claude Code, "
@@ -112,11 +114,22 @@ class SessiondMCP(MCPServer[Any]):
         ]
 
 
+def _described(server: SessiondMCP, annotations: ToolAnnotations) -> Callable[[_Tool], _Tool]:
+    """``server.tool`` with the docstring as the description in one paragraph (a docstring's
+    indentation would reach the model as spaces)."""
+
+    def register(fn: _Tool) -> _Tool:
+        server.add_tool(fn, description=" ".join((fn.__doc__ or "").split()), annotations=annotations)
+        return fn
+
+    return register
+
+
 def build(link: DaemonLink) -> SessiondMCP:
     """The MCP server with its tools and resources, answering through ``link``."""
     server = SessiondMCP(link)
 
-    @server.tool(annotations=READ_ONLY)
+    @_described(server, READ_ONLY)
     async def list_sessions(
         agent: Agent = None,
         cwd: Annotated[
@@ -136,7 +149,7 @@ def build(link: DaemonLink) -> SessiondMCP:
             ),
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @_described(server, READ_ONLY)
     async def search_sessions(
         query: Annotated[
             str,
@@ -177,7 +190,7 @@ def build(link: DaemonLink) -> SessiondMCP:
         }
         return await _run("search_sessions", lambda: tools.search_sessions(link, params))
 
-    @server.tool(annotations=READ_ONLY)
+    @_described(server, READ_ONLY)
     async def read_session(
         id: SessionId,
         what: Annotated[
@@ -205,7 +218,7 @@ def build(link: DaemonLink) -> SessiondMCP:
             ),
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @_described(server, READ_ONLY)
     async def session_usage(
         id: Annotated[
             str | None, Field(default=None, description="A session id: its context use and cost")
@@ -218,7 +231,7 @@ def build(link: DaemonLink) -> SessiondMCP:
         across every agent."""
         return await _run("session_usage", lambda: tools.session_usage(link, session=id, period=period))
 
-    @server.tool(annotations=READ_ONLY)
+    @_described(server, READ_ONLY)
     async def file_changes(
         id: SessionId,
         diffs: Annotated[bool, Field(description="Include unified diffs (checkpoint → disk now)")] = False,
@@ -233,7 +246,7 @@ def build(link: DaemonLink) -> SessiondMCP:
             lambda: tools.file_changes(link, session=id, diffs=diffs, checkpoint=checkpoint, budget=budget),
         )
 
-    @server.tool(annotations=CREATES)
+    @_described(server, CREATES)
     async def handoff(id: SessionId) -> CallToolResult:
         """Copy a session into a new Pi session (the source is only read) and return a summary to
         continue from: title, first prompt, last exchange, files changed, commands to resume."""

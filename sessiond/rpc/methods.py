@@ -70,7 +70,7 @@ def initialize(call: Caller, p: M.InitializeParams) -> M.InitializeResult:
 
 
 @HANDLERS.method("daemon/viewerCode")
-def viewer_code(call: Caller, p: M.ViewerCodeParams) -> M.ViewerCodeResult:
+async def viewer_code(call: Caller, p: M.ViewerCodeParams) -> M.ViewerCodeResult:
     """Only the owner's connections mint codes: a client that got in with a code or the token
     gains nothing by it, but must not be able to rotate the owner's token away."""
     if not call.owner or call.daemon is None:

@@ -18,12 +18,13 @@ ALLOWED = {
     "framing": set(),
     "stream": {"framing"},
     "errors": set(),
+    "auth": set(),
     "dispatch": {"errors"},
     "engine": {"dispatch", "errors"},
     "status": {"dispatch"},
     "methods": {"dispatch", "status"},
-    "connection": {"dispatch", "engine", "errors", "framing", "stream"},
-    "server": {"connection", "methods", "stream"},
+    "connection": {"auth", "dispatch", "engine", "errors", "framing", "stream"},
+    "server": {"auth", "connection", "methods", "stream"},
     "bridge": {"framing"},
 }
 

@@ -145,7 +145,28 @@ def test_the_vsix_is_built_and_its_manifest_is_right(tmp_path: Path) -> None:
         "sessiond.compact",
         "sessiond.rewind",
         "sessiond.openViewer",
+        "sessiond.openEntry",
+        "sessiond.resume",
+        "sessiond.exportToPi",
+        "sessiond.search",
+        "sessiond.openUsage",
     } <= commands
+    # Restricted Mode: declared; what runs programs or writes is off; the program is user-only
+    untrusted = manifest["capabilities"]["untrustedWorkspaces"]
+    assert untrusted["supported"] == "limited" and untrusted["description"]
+    assert set(untrusted["restrictedConfigurations"]) == {
+        "sessiond.command",
+        "sessiond.store",
+        "sessiond.socket",
+    }
+    enablement = {c["command"]: c.get("enablement") for c in manifest["contributes"]["commands"]}
+    for guarded in ("resume", "exportToPi", "rewind", "fork", "label", "compact"):
+        assert enablement[f"sessiond.{guarded}"] == "isWorkspaceTrusted", guarded
+    assert enablement["sessiond.search"] is None and enablement["sessiond.openViewer"] is None
+    # the install instructions that work today, not the index that does not have sessiond
+    [welcome] = manifest["contributes"]["viewsWelcome"]
+    assert "pipx install ./sessiond" in welcome["contents"] and "scripts/build-wheel" in welcome["contents"]
+    assert "pipx install sessiond`" not in welcome["contents"]
     assert manifest["contributes"]["views"]["sessiond"][0]["id"] == "sessiond.sessions"
     assert manifest["contributes"]["configuration"]["properties"]["sessiond.command"]["default"] == [
         "sessiond",

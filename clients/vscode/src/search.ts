@@ -51,7 +51,10 @@ export interface HitItem extends vscode.QuickPickItem {
   hit?: SearchHit;
 }
 
-export function hitItem(hit: SearchHit): HitItem {
+/** The quick pick's button on a hit that can be resumed in its own agent. */
+export const RESUME_TOOLTIP = "Resume in Terminal";
+
+export function hitItem(hit: SearchHit, vs?: Vscode): HitItem {
   const agent = AGENTS[hit.root] ?? AGENTS[hit.agent];
   const when = hit.timestamp ? hit.timestamp.slice(0, 16).replace("T", " ") : "";
   return {
@@ -63,6 +66,9 @@ export function hitItem(hit: SearchHit): HitItem {
     // the daemon matched it: VS Code's own filter on the label must not hide it
     alwaysShow: true,
     hit,
+    ...(hit.resume && vs && vs.workspace.isTrusted !== false
+      ? { buttons: [{ iconPath: new vs.ThemeIcon("terminal"), tooltip: RESUME_TOOLTIP }] }
+      : {}),
   };
 }
 
@@ -107,7 +113,7 @@ export class SearchSessions {
           pick.busy = false;
           const indexing = result.indexing ? ` (indexing: ${result.indexing.done}/${result.indexing.total})` : "";
           pick.title = `sessiond: Search Sessions — ${result.total}${result.nextCursor ? "+" : ""} hit${result.total === 1 ? "" : "s"}${indexing}`;
-          pick.items = result.hits.length ? result.hits.map(hitItem) : [{ label: "No session says that", alwaysShow: true }];
+          pick.items = result.hits.length ? result.hits.map((hit) => hitItem(hit, vs)) : [{ label: "No session says that", alwaysShow: true }];
         },
         (err: unknown) => {
           if (mine !== asked) return;
@@ -128,6 +134,14 @@ export class SearchSessions {
         if (chosen === undefined) return;
         pick.hide();
         void this.open({ session: chosen.sessionId, entry: chosen.entryId });
+      });
+      pick.onDidTriggerItemButton(({ item }) => {
+        const hit = item.hit;
+        if (!hit?.resume) return;
+        pick.hide();
+        const terminal = vs.window.createTerminal({ name: `resume ${hit.title || hit.sessionId}`.slice(0, 60), ...(hit.cwd ? { cwd: hit.cwd } : {}) });
+        terminal.show();
+        terminal.sendText(hit.resume, true);
       });
       pick.onDidHide(() => {
         if (timer !== undefined) clearTimeout(timer);

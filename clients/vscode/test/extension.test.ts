@@ -8,6 +8,11 @@ import { after, before, describe, it } from "node:test";
 import { activateWith, type Extension } from "../src/main.js";
 import type { Item } from "../src/sessions.js";
 import { reverseApply } from "../src/patch.js";
+import { AGENTS, agentOf, shellQuote, shortTitle } from "../src/agents.js";
+import { hitItem, plainSnippet, type SearchHit } from "../src/search.js";
+import { folderOf, groupByFolder } from "../src/sessions.js";
+import { bridgedHtml, fragment } from "../src/viewer.js";
+import type { SessionSummary } from "@sessiond/client";
 import { createVscode } from "./vscode-mock.js";
 
 interface Config {
@@ -404,6 +409,7 @@ describe("the extension against a real daemon", { skip: config === undefined ? "
     }
     const hit = pick.items.find((i) => i["hit"] !== undefined)!;
     assert.equal(hit["alwaysShow"], true);
+    assert.doesNotMatch(String(hit["detail"]), /[\u0002\u0003]/, "the markers became «»");
     const chosen = hit["hit"] as { sessionId: string; entryId: string };
     pick.accept(hit);
     assert.deepEqual(await shown, chosen);
@@ -455,5 +461,75 @@ describe("reverseApply", () => {
   });
   it("refuses a file that does not match", () => {
     assert.throws(() => reverseApply("other\n", "@@ -1 +1 @@\n-a\n+b\n"), /does not match/);
+  });
+});
+
+describe("agents and titles", () => {
+  it("names every root and resumes each in its own agent", () => {
+    const s = { sessionId: "abc-1", path: "/home/me/.pi/sessions/x y.jsonl" };
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(AGENTS).map(([root, a]) => [root, [a.label, a.resume(s)]])),
+      {
+        sessiond: ["sessiond", "pi --session '/home/me/.pi/sessions/x y.jsonl'"],
+        pi: ["Pi", "pi --session '/home/me/.pi/sessions/x y.jsonl'"],
+        claude: ["Claude Code", "claude --resume abc-1"],
+        codex: ["Codex", "codex resume abc-1"],
+        opencode: ["OpenCode", "opencode --session abc-1"],
+      },
+    );
+    assert.equal(agentOf({ format: "codex" }).label, "Codex", "an older daemon without root: from the format");
+    assert.equal(agentOf({ root: "codex", format: "codex" }).icon, "terminal");
+    assert.equal(shellQuote("it's"), `'it'\\''s'`);
+  });
+  it("makes short one-line titles", () => {
+    assert.equal(shortTitle("\n\n  Fix the   parser\nand then the tests"), "Fix the parser");
+    const long = shortTitle("word ".repeat(100));
+    assert.ok(long.length <= 80 && long.endsWith("…"), long);
+    assert.equal(shortTitle("", "fallback"), "fallback");
+  });
+});
+
+describe("folder groups", () => {
+  const s = (sessionId: string, cwd: string, updatedAt: string) =>
+    ({ sessionId, cwd, updatedAt, path: "", title: null, firstMessage: "", createdAt: null, messageCount: 1, parentSession: null }) as SessionSummary;
+  it("puts this workspace's folders first, then the others by latest activity", () => {
+    const groups = groupByFolder(
+      [s("a", "/w/app/src", "2026-01-03"), s("b", "/other/old", "2026-01-01"), s("c", "/other/new", "2026-01-05"), s("d", "/w/app", "2026-01-02")],
+      ["/w/app", "/w/empty/"],
+    );
+    assert.deepEqual(
+      groups.map((g) => [g.path, g.workspace, g.sessions.map((x) => x.sessionId)]),
+      [
+        ["/w/app", true, ["a", "d"]],
+        ["/w/empty", true, []],
+        ["/other/new", false, ["c"]],
+        ["/other/old", false, ["b"]],
+      ],
+    );
+    assert.deepEqual(folderOf("/w/application", ["/w/app"]), { path: "/w/application", workspace: false }, "a prefix is not a parent");
+  });
+});
+
+describe("search hits and the viewer's page", () => {
+  const hit: SearchHit = {
+    sessionId: "s1", entryId: "e1", agent: "codex", root: "codex", cwd: "/w", timestamp: "2026-12-05T10:00:00Z",
+    role: "user", kind: "message", title: "Fix the parser", snippet: "the \u0002parser\u0003 <b>", onBranch: true, resume: "codex resume s1",
+  };
+  it("shows a hit's snippet with its matches marked, and offers to resume it", () => {
+    assert.equal(plainSnippet(hit.snippet), "the «parser» <b>");
+    const mock = createVscode({ settings: {} });
+    const item = hitItem(hit, mock.vscode);
+    assert.equal(item.label, "$(terminal) Fix the parser");
+    assert.match(String(item.description), /^Codex · user · 2026-12-05 10:00$/);
+    assert.equal(item.buttons?.[0]?.tooltip, "Resume in Terminal");
+    assert.equal(hitItem({ ...hit, resume: null }, mock.vscode).buttons, undefined);
+  });
+  it("rewrites the page's assets to webview resources and puts the bridge first", () => {
+    const index = '<html><head><script type="module" crossorigin src="/assets/a.js"></script><link rel="stylesheet" href="/assets/a.css"></head></html>';
+    const html = bridgedHtml(index, "https://res/static/", "https://res", fragment({ session: "</script><b>", entry: "e" }, "t"), "N0NCE");
+    assert.ok(html.indexOf("acquireVsCodeApi") < html.indexOf("https://res/static/assets/a.js"), "the bridge runs first");
+    assert.match(html, /<script nonce="N0NCE" type="module" crossorigin src="https:\/\/res\/static\/assets\/a.js">/);
+    assert.match(html, /href="https:\/\/res\/static\/assets\/a.css"/);
+    assert.equal(html.split("</script>").length - 1, 2, "a hostile session id cannot close the bridge's script");
   });
 });

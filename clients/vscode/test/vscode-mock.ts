@@ -94,6 +94,8 @@ export interface QuickPick {
   /** Types into it, as a person would (fires onDidChangeValue). */
   type(value: string): void;
   accept(item: Record<string, unknown>): void;
+  /** Presses the item's first button. */
+  pressButton(item: Record<string, unknown>): void;
   hide(): void;
 }
 
@@ -226,6 +228,7 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
         const change = new EventEmitter<string>();
         const accept = new EventEmitter<void>();
         const hidden = new EventEmitter<void>();
+        const button = new EventEmitter<{ item: Record<string, unknown>; button: unknown }>();
         const pick: QuickPick & Record<string, unknown> = {
           value: "",
           items: [],
@@ -252,6 +255,10 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
           onDidChangeValue: change.event,
           onDidAccept: accept.event,
           onDidHide: hidden.event,
+          onDidTriggerItemButton: button.event,
+          pressButton(item: Record<string, unknown>) {
+            button.fire({ item, button: (item["buttons"] as unknown[] | undefined)?.[0] });
+          },
         };
         recorded.liveQuickPicks.push(pick);
         return pick;
@@ -268,6 +275,7 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
       },
     },
     workspace: {
+      isTrusted: true,
       workspaceFolders: (options.folders ?? []).map((path, index) => ({ uri: Uri.file(path), name: path.split("/").pop(), index })),
       onDidChangeConfiguration: () => ({ dispose: () => undefined }),
       getConfiguration: () => ({ get: (key: string) => options.settings[key] }),

@@ -13,6 +13,7 @@ import { agentOf, sessionTitle } from "./agents.js";
 import type { Vscode } from "./api.js";
 import type { Settings } from "./connection.js";
 import { reverseApply } from "./patch.js";
+import { call, MissingMethodError } from "./untyped.js";
 import type { Item, SessionsProvider } from "./sessions.js";
 import type { UsageStatus } from "./status.js";
 import type { ViewerPanel, ViewerTarget } from "./viewer.js";
@@ -318,21 +319,31 @@ export class Commands {
   }
 
   /**
-   * Export to Pi: `sessiond export ID` (a new native Pi session in the store, the source only
-   * read), run with the same program as the bridge; the new session is offered in the viewer.
+   * Export to Pi: the daemon's `session/export` (what `sessiond export ID` does: a new native Pi
+   * session in the store, the source only read), or, on a daemon without it, `sessiond export`
+   * run with the bridge's program; the new session is offered in the viewer.
    */
   async exportToPi(item?: Item): Promise<string | undefined> {
     return this.run("export", async () => {
       const session = await this.sessionOf(item);
       if (!session) return undefined;
-      const settings = this.settings();
-      const [program, ...rest] = settings.command;
-      // the bridge's argv ends in "connect"; what precedes it runs sessiond (e.g. python -m sessiond)
-      const prefix = rest.at(-1) === "connect" ? rest.slice(0, -1) : [];
-      const args = [...prefix, "export", "--json", ...(settings.store ? ["--store", settings.store] : []), session.sessionId];
+      const client = this.need();
       const result = await this.vs.window.withProgress(
         { location: this.vs.ProgressLocation.Notification, title: "Exporting to Pi…", cancellable: false },
-        () => runJson(program!, args, this.env),
+        async () => {
+          try {
+            return await call<Record<string, unknown>>(client, "session/export", { sessionId: session.sessionId });
+          } catch (err) {
+            if (!(err instanceof MissingMethodError)) throw err;
+            // a daemon older than session/export: the CLI does the same in its own process
+            const settings = this.settings();
+            const [program, ...rest] = settings.command;
+            // the bridge's argv ends in "connect"; what precedes it runs sessiond (python -m sessiond)
+            const prefix = rest.at(-1) === "connect" ? rest.slice(0, -1) : [];
+            const store = settings.store ? ["--store", settings.store] : [];
+            return runJson(program!, [...prefix, "export", "--json", ...store, session.sessionId], this.env);
+          }
+        },
       );
       const id = typeof result["sessionId"] === "string" ? result["sessionId"] : undefined;
       this.sessions.refresh();

@@ -6,6 +6,7 @@ import { appendFileSync, existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { activateWith, type Extension } from "../src/main.js";
+import { runJson } from "../src/commands.js";
 import type { Item } from "../src/sessions.js";
 import { reverseApply } from "../src/patch.js";
 import { AGENTS, agentOf, shellQuote, shortTitle } from "../src/agents.js";
@@ -392,6 +393,13 @@ describe("the extension against a real daemon", { skip: config === undefined ? "
     const file = readdirSync(join(config!.store, "sessions"), { recursive: true }).find((p) => String(p).endsWith(`_${exported}.jsonl`));
     assert.ok(file, "the exported Pi session is in the store");
     assert.match(main.recorded.messages.at(-1)!.text, new RegExp(`^Exported to Pi: ${exported}`));
+    // the fallback for a daemon without session/export: the CLI, as the bridge's program runs it
+    const cli = await runJson(config!.python, ["-m", "sessiond", "export", "--json", "--store", config!.store, config!.claude.sessionId], {
+      ...process.env,
+      ...config!.env,
+    });
+    assert.equal((cli["source"] as { sessionId: string }).sessionId, config!.claude.sessionId);
+    assert.notEqual(cli["sessionId"], exported);
   });
 
   it("searches the sessions from a quick pick, or says the daemon cannot", async () => {

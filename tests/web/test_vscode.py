@@ -138,6 +138,9 @@ def test_the_vsix_is_built_and_its_manifest_is_right(tmp_path: Path) -> None:
     assert {"extension/dist/extension.cjs", "extension/package.json", "extension/readme.md"} <= names
     assert not any(n.startswith(("extension/node_modules/", "extension/src/")) for n in names)
     assert manifest["main"] == "./dist/extension.cjs"
+    # what an index shows: the icon, the licence, a version
+    assert manifest["icon"] == "media/icon.png" and "extension/media/icon.png" in names
+    assert manifest["license"] == "MIT" and manifest["version"]
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
     assert {
         "sessiond.fork",

@@ -186,6 +186,7 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
             "chromium": str(CHROMIUM),
             "workspace": str(scenario.workspace),
             "screenshots": os.environ.get("SESSIOND_VSCODE_SCREENSHOTS", ""),
+            "search": "README",
             "agent": {
                 "sessionId": scenario.agent_session,
                 "title": "Greeting refactor",
@@ -232,8 +233,12 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
             "expanded",
             "viewer",
             "rewind diff",
+            "search",
             "gauge",
         ]
+        search = "\n".join(seen["search"])
+        # hits with their matches marked, or (before search/query exists) the reason, plainly
+        assert "«README»" in search or "has no search/query" in search, search
         rows = "\n".join(seen["rows"])
         assert "this workspace" in rows and "Greeting refactor" in rows, rows
         assert "sessiond" in rows and "Claude Code" in rows and "Pi" in rows, rows
@@ -241,7 +246,7 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
         assert any("at the checkpoint" in t for t in seen["diffTabs"]), seen["diffTabs"]
         assert seen["rewindQuestion"].startswith("Rewind "), seen["rewindQuestion"]
         assert seen["gaugeBefore"] != seen["gaugeAfter"], seen
-        assert seen["gaugeAfter"].split()[1] == "75%", seen["gaugeAfter"]
+        assert "75% · 60k/80k" in seen["gaugeAfter"], seen["gaugeAfter"]
         print(
             f"code-server run: {time.monotonic() - started:.1f} s "
             f"(code-server ready after {ready - started:.1f} s; steps {seen['steps']})"

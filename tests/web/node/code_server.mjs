@@ -120,6 +120,18 @@ try {
   step("rewind diff", { tabs: result.diffTabs.length });
   await shot(page, "rewind-diff");
 
+  // ---- Search Sessions: live results from the daemon's search/query (or the reason there are none)
+  await palette(page, "sessiond: Search Sessions");
+  const query = page.locator(".quick-input-widget input");
+  await query.waitFor({ state: "visible" });
+  await query.fill(config.search);
+  const answer = page.locator(".quick-input-list .monaco-list-row", { hasText: /«|Search failed|No session says that/ }).first();
+  await answer.waitFor();
+  result.search = await page.locator(".quick-input-list .monaco-list-row").allInnerTexts();
+  step("search", { rows: result.search.length });
+  await shot(page, "search");
+  await page.keyboard.press("Escape");
+
   // ---- the session grows (the Python side appends through the daemon): the gauge follows
   process.stdout.write("GROW\n");
   await lines.next();

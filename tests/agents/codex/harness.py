@@ -73,7 +73,7 @@ class Run:
 class Codex:
     """A Codex home and a work directory in ``tmp``, talking to ``api``."""
 
-    def __init__(self, tmp: Path, api: StandIn, binary: Path) -> None:
+    def __init__(self, tmp: Path, api: StandIn, binary: Path, extra_config: str = "") -> None:
         self.binary = binary
         self.api = api
         self.home = tmp / "codex"
@@ -87,7 +87,7 @@ model_provider = "standin"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
-
+{extra_config}
 [model_providers.standin]
 name = "scripted stand-in"
 base_url = "{api.base_url}"

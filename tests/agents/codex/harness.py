@@ -156,9 +156,20 @@ def user_line(rollout: Path, text: str) -> str:
 
 
 def _texts(content: Any) -> list[str]:
+    """The parts of a content list: texts, and images as their data URL."""
     if isinstance(content, str):
         return [content]
-    return [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+    out: list[str] = []
+    for part in content or []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "input_image":
+            out.append(str(part.get("image_url")))
+        elif part.get("type") == "image":
+            out.append(f"data:{part.get('mimeType')};base64,{part.get('data')}")
+        else:
+            out.append(part.get("text", ""))
+    return out
 
 
 def _args(raw: str) -> Any:
@@ -169,14 +180,24 @@ def _args(raw: str) -> Any:
     return parsed if isinstance(parsed, dict) else {"input": parsed}
 
 
+MODEL_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "web_search_call"})
+
+
 def from_request(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """A Codex request's ``input`` as comparable rows, after docs/codex.md's role mapping:
     developer messages are ``custom`` ``codex.developer`` messages, reasoning is thinking (its
     summary), function and custom tool calls are tool calls (call id, name, arguments; a
-    custom tool's raw text is ``{"input": text}``), outputs are tool results by call id."""
+    custom tool's raw text is ``{"input": text}``), outputs are tool results by call id (images
+    as their data URL), a web search the provider ran is a call with its result."""
     rows: list[tuple[Any, ...]] = []
+    provider_results: list[tuple[Any, ...]] = []
+    """The results of provider-run calls: after the response's assistant message, as in Pi."""
     for item in items:
         kind = item.get("type")
+        model_item = kind in MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant")
+        if not model_item:
+            rows.extend(provider_results)
+            provider_results.clear()
         if kind == "message":
             role = item["role"]
             texts = _texts(item.get("content"))
@@ -192,6 +213,9 @@ def from_request(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             rows.append(("call", item["call_id"], item["name"], _args(item["arguments"])))
         elif kind == "custom_tool_call":
             rows.append(("call", item["call_id"], item["name"], {"input": item["input"]}))
+        elif kind == "web_search_call":  # the provider ran it: a call and its result in one
+            rows.append(("call", item["id"], "web_search", item.get("action", {})))
+            provider_results.append(("result", item["id"], [f"web search {item['status']}"], False))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             failed = isinstance(output, dict) and output.get("success") is False
@@ -200,6 +224,7 @@ def from_request(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             rows.append(("result", item["call_id"], _texts(output), failed))
         else:
             rows.append(("unexpected", kind))
+    rows.extend(provider_results)
     return rows
 
 

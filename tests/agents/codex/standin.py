@@ -82,6 +82,11 @@ def function_call(name: str, arguments: dict[str, Any], call_id: str) -> Item:
     }
 
 
+def web_search(query: str) -> Item:
+    """A web search the provider ran itself (no output item follows it)."""
+    return {"type": "web_search_call", "action": {"type": "search", "query": query}}
+
+
 def custom_tool_call(name: str, text: str, call_id: str) -> Item:
     """A freeform (custom) tool call, as Codex's ``apply_patch`` grammar tool takes."""
     return {"type": "custom_tool_call", "name": name, "input": text, "call_id": call_id}
@@ -147,7 +152,12 @@ class StandIn:
         for index, scripted in enumerate(reply.items):
             item = dict(scripted)
             kind = item["type"]
-            prefix = {"message": "msg", "reasoning": "rs", "function_call": "fc"}.get(kind, "ctc")
+            prefix = {
+                "message": "msg",
+                "reasoning": "rs",
+                "function_call": "fc",
+                "web_search_call": "ws",
+            }.get(kind, "ctc")
             item["id"] = self._new_id(prefix)
             item.setdefault("status", "completed")
             out.extend(_item_events(item, index))
@@ -218,6 +228,12 @@ def _item_events(item: Item, index: int) -> list[tuple[str, dict[str, Any]]]:
         for piece in _pieces(item["input"]):
             events.append(("response.custom_tool_call_input.delta", dict(base, delta=piece)))
         events.append(("response.custom_tool_call_input.done", dict(base, input=item["input"])))
+    elif kind == "web_search_call":  # run by the provider: progress events, no deltas
+        started = dict(item, status="in_progress")
+        started.pop("action", None)
+        events.append(("response.output_item.added", {"output_index": index, "item": started}))
+        for stage in ("in_progress", "searching", "completed"):
+            events.append((f"response.web_search_call.{stage}", dict(base)))
     else:  # pragma: no cover - a script error
         raise ValueError(f"the stand-in cannot stream a {kind!r} item")
     events.append(("response.output_item.done", {"output_index": index, "item": item}))

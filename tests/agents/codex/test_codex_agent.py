@@ -2,7 +2,8 @@
 
 One scripted run is shared by every test of this module (Codex takes a second or two a turn):
 a first turn with reasoning and two parallel shell commands (one fails), a resumed turn that
-edits a file with ``apply_patch`` (a freeform tool call), a resumed turn with a long command
+edits a file with ``apply_patch`` (a freeform tool call), a resumed turn with a web search the
+provider runs, ``view_image`` (an image as a tool output) and a long command
 output and a plain answer, a fork of the thread (``codex exec fork``: 0.169 stores no copy of
 the parent's history) and a resumed turn of the fork. A real daemon on the same Codex home is
 subscribed to the thread from its second turn on.
@@ -15,6 +16,7 @@ the same rollout, at the prompt that turn added, must be the same item by item.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import sys
@@ -30,10 +32,13 @@ from tests.harness.daemon import Daemon, start_daemon
 from tests.harness.replay import updates_until
 
 from .harness import Codex, Run, codex_binary, from_context, from_request, trimmed_from, user_line
-from .standin import Reply, StandIn, Usage, custom_tool_call, function_call, message, reasoning
+from .standin import Reply, StandIn, Usage, custom_tool_call, function_call, message, reasoning, web_search
 
 pytestmark = pytest.mark.anyio
 
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 PATCH = "*** Begin Patch\n*** Add File: b.txt\n+two\n*** End Patch\n"
 LAST_USAGE = Usage(input_tokens=5000, cached_tokens=4000, output_tokens=60, reasoning_tokens=20)
 PROMPTS = {
@@ -101,8 +106,16 @@ async def play(codex: Codex, api: StandIn, daemon: Daemon) -> Scenario:
         ),
     )
     runs["patch"] = await asyncio.to_thread(codex.resume, sid, PROMPTS["patch"])
+    (codex.work / "dot.png").write_bytes(PNG)
     api.push(
-        Reply([function_call("exec_command", {"cmd": "seq 1 3000"}, "call_d")], Usage(4000, 3000, 20)),
+        Reply(
+            [
+                web_search("sessiond rollout format"),
+                function_call("view_image", {"path": "dot.png"}, "call_img"),
+                function_call("exec_command", {"cmd": "seq 1 3000"}, "call_d"),
+            ],
+            Usage(4000, 3000, 20),
+        ),
         Reply([message("Plain reply.")], LAST_USAGE),
     )
     runs["long"] = await asyncio.to_thread(codex.resume, sid, PROMPTS["long"])
@@ -292,6 +305,10 @@ async def test_what_0_169_writes_is_known(scenario: Scenario) -> None:
         assert set(diagnostics["load"]["bookkeeping"]) <= known
         if sid == scenario.main:  # a fork starts without a world_state of its own
             assert set(diagnostics["load"]["bookkeeping"]) == known
+    listed = await request(scenario, "session/list", {"root": "codex"})
+    by_id = {s["sessionId"]: s for s in listed["sessions"]}
+    assert by_id[scenario.forked]["parentSession"] == str(scenario.codex.rollout(scenario.main))
+    assert by_id[scenario.main]["firstMessage"] == PROMPTS["first"]
     loaded = await request(scenario, "session/load", {"sessionId": scenario.forked})
     base = loaded["diagnostics"]["historyBase"]
     assert base["found"] and base["threadId"] == scenario.main

@@ -298,3 +298,14 @@ def test_a_fork_whose_parent_is_gone_shows_its_own_history_and_says_so(tmp_path:
     users = [m["content"][0]["text"] for m in fork.context().messages if m["role"] == "user"]
     assert users == ["in the fork", "continue the fork"]
     assert not any(e["id"].startswith("B") for e in fork.entries())
+
+
+def test_a_listing_counts_the_messages_of_a_0_169_rollout() -> None:
+    """0.169 writes an assistant item's status and id before its role, and no ``user_message``
+    event (an ``item_completed`` ``UserMessage`` instead): the listing's fast count sees both."""
+    from sessiond.formats.codex import listing_fields  # noqa: PLC0415
+    from sessiond.service.agent_roots import _codex_summary  # noqa: PLC0415
+
+    for path in (PARENT_0169, FORK_0169):
+        info, _ = _codex_summary(path, 0)
+        assert info.message_count == listing_fields(parse_rollout(path.read_bytes()))["message_count"] == 4

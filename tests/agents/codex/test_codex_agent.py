@@ -309,6 +309,7 @@ async def test_what_0_169_writes_is_known(scenario: Scenario) -> None:
     by_id = {s["sessionId"]: s for s in listed["sessions"]}
     assert by_id[scenario.forked]["parentSession"] == str(scenario.codex.rollout(scenario.main))
     assert by_id[scenario.main]["firstMessage"] == PROMPTS["first"]
+    assert by_id[scenario.main]["messageCount"] == 3 + 3  # three prompts, three final answers
     loaded = await request(scenario, "session/load", {"sessionId": scenario.forked})
     base = loaded["diagnostics"]["historyBase"]
     assert base["found"] and base["threadId"] == scenario.main

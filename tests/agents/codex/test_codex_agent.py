@@ -5,7 +5,7 @@ a first turn with reasoning and two parallel shell commands (one fails), a resum
 edits a file with ``apply_patch`` (a freeform tool call), a resumed turn with a web search the
 provider runs, ``view_image`` (an image as a tool output) and a long command
 output and a plain answer, a fork of the thread (``codex exec fork``: 0.169 stores no copy of
-the parent's history) and a resumed turn of the fork. A real daemon on the same Codex home is
+the parent's history), a resumed turn of the fork and a fork of the fork. A real daemon on the same Codex home is
 subscribed to the thread from its second turn on.
 
 The oracle is Codex itself: the first request of a resumed (or forked) turn carries in
@@ -47,6 +47,7 @@ PROMPTS = {
     "long": "print a long listing, then answer plainly",
     "fork": "in the fork: say something else",
     "fork-resume": "and continue the fork",
+    "fork-of-fork": "fork the fork",
 }
 
 
@@ -68,6 +69,10 @@ class Scenario:
     @property
     def forked(self) -> str:
         return self.runs["fork"].thread_id
+
+    @property
+    def forked_twice(self) -> str:
+        return self.runs["fork-of-fork"].thread_id
 
 
 def appended_ids(seen: list[dict[str, Any]]) -> list[str]:
@@ -127,6 +132,10 @@ async def play(codex: Codex, api: StandIn, daemon: Daemon) -> Scenario:
     runs["fork-resume"] = await asyncio.to_thread(
         codex.resume, runs["fork"].thread_id, PROMPTS["fork-resume"]
     )
+    api.push(Reply([message("A fork of the fork.")], Usage(8000, 7000, 5)))
+    runs["fork-of-fork"] = await asyncio.to_thread(
+        codex.fork, runs["fork"].thread_id, PROMPTS["fork-of-fork"]
+    )
 
     cold = CodexSession.open(codex.rollout(sid))
     expected = len(cold.entries())
@@ -162,7 +171,7 @@ def test_codex_really_ran_the_scripted_tools(scenario: Scenario) -> None:
     work = scenario.codex.work
     assert (work / "a.txt").read_text() == "one\n"
     assert (work / "b.txt").read_text() == "two\n"
-    assert len(scenario.api.requests) == 8
+    assert len(scenario.api.requests) == 9
     sent = scenario.runs["first"].requests[1]["input"]
     outputs = {i["call_id"]: i["output"] for i in sent if i["type"] == "function_call_output"}
     assert "one" in outputs["call_a"] and "No such file" in outputs["call_b"]
@@ -170,7 +179,13 @@ def test_codex_really_ran_the_scripted_tools(scenario: Scenario) -> None:
 
 @pytest.mark.parametrize(
     ("turn", "thread"),
-    [("patch", "main"), ("long", "main"), ("fork", "forked"), ("fork-resume", "forked")],
+    [
+        ("patch", "main"),
+        ("long", "main"),
+        ("fork", "forked"),
+        ("fork-resume", "forked"),
+        ("fork-of-fork", "forked_twice"),
+    ],
 )
 async def test_sessiond_context_is_what_codex_resumes_with(
     scenario: Scenario, turn: str, thread: str
@@ -310,6 +325,9 @@ async def test_what_0_169_writes_is_known(scenario: Scenario) -> None:
     assert by_id[scenario.forked]["parentSession"] == str(scenario.codex.rollout(scenario.main))
     assert by_id[scenario.main]["firstMessage"] == PROMPTS["first"]
     assert by_id[scenario.main]["messageCount"] == 3 + 3  # three prompts, three final answers
+    twice = await request(scenario, "session/load", {"sessionId": scenario.forked_twice})
+    chained = twice["diagnostics"]["historyBase"]  # a fork of a fork points at the fork
+    assert chained["found"] and chained["threadId"] == scenario.forked and chained["ancestors"] == 2
     loaded = await request(scenario, "session/load", {"sessionId": scenario.forked})
     base = loaded["diagnostics"]["historyBase"]
     assert base["found"] and base["threadId"] == scenario.main

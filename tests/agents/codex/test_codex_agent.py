@@ -3,10 +3,10 @@
 One scripted run is shared by every test of this module (Codex takes a second or two a turn):
 a first turn with reasoning and two parallel shell commands (one fails), a resumed turn that
 edits a file with ``apply_patch`` (a freeform tool call), a resumed turn with a web search the
-provider runs, ``view_image`` (an image as a tool output) and a long command
-output and a plain answer, a fork of the thread (``codex exec fork``: 0.169 stores no copy of
-the parent's history), a resumed turn of the fork and a fork of the fork. A real daemon on the same Codex home is
-subscribed to the thread from its second turn on.
+provider runs, ``view_image`` (an image as a tool output), a long command output and a plain
+answer, a fork of the thread (``codex exec fork``: 0.169 stores no copy of the parent's
+history), a resumed turn of the fork and a fork of the fork. A real daemon on the same Codex
+home is subscribed to the thread from its second turn on.
 
 The oracle is Codex itself: the first request of a resumed (or forked) turn carries in
 ``input`` exactly the conversation Codex rebuilt from its rollout, and sessiond's context of

@@ -140,6 +140,13 @@ async def play(codex: Codex, api: StandIn, daemon: Daemon) -> Scenario:
     cold = CodexSession.open(codex.rollout(sid))
     expected = len(cold.entries())
     seen = await updates_until(client, sid, lambda s: len(initial) + len(appended_ids(s)) >= expected)
+    # The last lines of a turn (a token count, the turn's end) add no entry: wait until the
+    # daemon has read them too, so every test sees the finished thread.
+    for _ in range(200):
+        context = await client.request("context/get", {"sessionId": sid})
+        if [m["message"] for m in context["messages"]] == cold.context().messages:
+            break
+        await asyncio.sleep(0.05)
     await client.close()
     return Scenario(codex, daemon, api, runs, initial, seen)
 

@@ -7,18 +7,21 @@ the newest published version from ``.cache/agents/codex-latest`` instead
 
 Codex is pointed at the stand-in through ``$CODEX_HOME/config.toml``: a custom model provider
 whose ``base_url`` is the stand-in, ``wire_api = "responses"``, ``requires_openai_auth = false``
-(no key, no login), no retries; ``approval_policy = "never"`` and ``sandbox_mode =
-"danger-full-access"`` so it runs the scripted commands without asking (Codex's own sandbox
-needs namespaces a CI container may not grant; everything it runs stays in the test's
-temporary directory). ``HOME`` is the temporary directory too, so no user file is read or
-written, and nothing leaves the loopback interface.
+(no key, no login), no retries; ``approval_policy = "never"`` so it runs the scripted commands
+without asking, in its own ``workspace-write`` sandbox when that works on this machine (probed
+once with ``codex sandbox -- true``: it needs user namespaces, which a CI container may not
+grant), else with ``danger-full-access`` (what it runs stays in the test's temporary directory
+either way). ``HOME`` is the temporary directory too, so no user file is read or written, and
+nothing leaves the loopback interface.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,26 @@ def codex_binary() -> Path:
     return BINARY
 
 
+@functools.cache
+def sandbox_mode(binary: Path) -> str:
+    """``workspace-write`` when Codex's own sandbox runs a command here, else ``danger-full-access``."""
+    with tempfile.TemporaryDirectory(prefix="codex-probe-", dir=os.environ.get("TMPDIR", "/var/tmp")) as home:
+        env = {"PATH": os.environ.get("PATH", ""), "CODEX_HOME": home, "HOME": home}
+        try:
+            probe = subprocess.run(
+                [str(binary), "sandbox", "--", "true"],
+                env=env,
+                cwd=home,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return "danger-full-access"
+    return "workspace-write" if probe.returncode == 0 else "danger-full-access"
+
+
 def version() -> str:
     out = subprocess.run([str(codex_binary()), "--version"], capture_output=True, text=True, check=True)
     return out.stdout.strip().removeprefix("codex-cli ").strip()
@@ -81,11 +104,12 @@ class Codex:
         self.user_home = tmp / "home"
         for directory in (self.home, self.work, self.user_home):
             directory.mkdir(parents=True, exist_ok=True)
+        self.sandbox = sandbox_mode(binary)
         (self.home / "config.toml").write_text(
             f"""model = "{MODEL}"
 model_provider = "standin"
 approval_policy = "never"
-sandbox_mode = "danger-full-access"
+sandbox_mode = "{self.sandbox}"
 check_for_update_on_startup = false
 {extra_config}
 [model_providers.standin]

@@ -126,8 +126,9 @@ stream_max_retries = 0
         keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")}
         return {**keep, "CODEX_HOME": str(self.home), "HOME": str(self.user_home), "NO_COLOR": "1"}
 
-    def run(self, *args: str) -> Run:
-        """``codex exec --skip-git-repo-check --json ARGS``; fails the test unless it succeeds."""
+    def run(self, *args: str, fails: bool = False) -> Run:
+        """``codex exec --skip-git-repo-check --json ARGS``; fails the test unless it succeeds
+        (with ``fails``: unless the turn fails, as when the model's stream is cut)."""
         before = len(self.api.requests)
         proc = subprocess.run(
             [str(self.binary), "exec", "--skip-git-repo-check", *args],
@@ -139,16 +140,16 @@ stream_max_retries = 0
             timeout=RUN_TIMEOUT,
             check=False,
         )
-        assert proc.returncode == 0, f"codex exec {args} failed:\n{proc.stdout}\n{proc.stderr}"
+        assert (proc.returncode != 0) == fails, f"codex exec {args}:\n{proc.stdout}\n{proc.stderr}"
         events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         started = [e["thread_id"] for e in events if e.get("type") == "thread.started"]
         assert started, f"no thread.started event:\n{proc.stdout}\n{proc.stderr}"
         errors = [e for e in events if e.get("type") in ("error", "turn.failed")]
-        assert not errors, errors
+        assert bool(errors) == fails, errors
         return Run(started[0], events, self.api.requests[before:], proc.stderr)
 
-    def exec(self, prompt: str) -> Run:
-        return self.run("--json", prompt)
+    def exec(self, prompt: str, *, fails: bool = False) -> Run:
+        return self.run("--json", prompt, fails=fails)
 
     def resume(self, thread_id: str, prompt: str) -> Run:
         return self.run("resume", "--json", thread_id, prompt)

@@ -52,6 +52,8 @@ class Reply:
 
     items: list[Item]
     usage: Usage = field(default_factory=Usage)
+    cut: bool = False
+    """Close the stream after the items, before ``response.completed`` (a dropped connection)."""
 
 
 def message(text: str) -> Item:
@@ -163,7 +165,8 @@ class StandIn:
             out.extend(_item_events(item, index))
             done_items.append(item)
         final = dict(response, status="completed", output=done_items, usage=reply.usage.as_json())
-        out.append(("response.completed", {"response": final}))
+        if not reply.cut:
+            out.append(("response.completed", {"response": final}))
         for seq, (name, data) in enumerate(out):
             data["type"] = name
             data["sequence_number"] = seq

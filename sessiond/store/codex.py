@@ -10,6 +10,7 @@ before changes. A file that shrank or was replaced is reopened by the follower.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -193,6 +194,7 @@ def _place_of(entry_id: Any) -> tuple[int, int] | None:
 Base = list[tuple[str, list[Record]]]
 """The history a fork inherited: ``(id prefix, records)`` groups, the oldest ancestor first."""
 MAX_FORK_DEPTH: Final = 32
+_THREAD_ID: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
 
 
 def replay(thread: Thread, records: list[Record], base: Base) -> list[dict[str, Any]]:
@@ -228,7 +230,7 @@ def _history_base(meta: dict[str, Any] | None) -> tuple[str, int] | None:
 
 def find_rollout(home: Path, thread_id: str) -> Path | None:
     """The rollout of ``thread_id`` under a Codex home (``sessions/`` first, then archived)."""
-    if "/" in thread_id or thread_id.startswith("."):
+    if not _THREAD_ID.fullmatch(thread_id):  # a name from the file: never a path or a pattern
         return None
     for directory in (home / "sessions", home / "archived_sessions"):
         if directory.is_dir():

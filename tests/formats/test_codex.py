@@ -309,3 +309,19 @@ def test_a_listing_counts_the_messages_of_a_0_169_rollout() -> None:
     for path in (PARENT_0169, FORK_0169):
         info, _ = _codex_summary(path, 0)
         assert info.message_count == listing_fields(parse_rollout(path.read_bytes()))["message_count"] == 4
+
+
+@pytest.mark.parametrize("thread_id", ["*", "../sessions", "01a245a8-cc31-76d1-ad85-2e4bc40ca09[f]", ""])
+def test_a_history_base_that_names_no_thread_is_not_followed(tmp_path: Path, thread_id: str) -> None:
+    """The parent is looked up by the id the file names: never as a path or a glob pattern."""
+    home = tmp_path / "codex" / "sessions" / "2026" / "12" / "05"
+    home.mkdir(parents=True)
+    (home / PARENT_0169.name).write_bytes(PARENT_0169.read_bytes())
+    lines = FORK_0169.read_bytes().split(b"\n", 1)
+    meta = json.loads(lines[0])
+    meta["payload"]["history_base"]["thread_id"] = thread_id
+    (home / FORK_0169.name).write_bytes(json.dumps(meta).encode() + b"\n" + lines[1])
+    fork = CodexSession.open(home / FORK_0169.name)
+    assert not any(e["id"].startswith("B") for e in fork.entries())
+    base = fork.diagnostics.as_json()["historyBase"]
+    assert base is None or base["found"] is False

@@ -5,6 +5,11 @@ rolled-back turns as branches and the leaf where Codex resumes; the context is t
 Codex resumes with (:mod:`sessiond.formats.codex.thread`). Growth is followed by parsing only
 the new lines and replaying them onto the thread: a rollout is append-only, so nothing read
 before changes. A file that shrank or was replaced is reopened by the follower.
+
+A Codex 0.169 fork keeps no copy of its parent's history (``history_mode: "paginated"``,
+``history_base {thread_id, end_byte_offset}``): :func:`load_history_base` reads the parent's
+rollout up to that offset (and the grandparent's, when the parent is such a fork too) once,
+when the fork is opened, and :func:`replay` feeds it before the fork's own records.
 """
 
 from __future__ import annotations

@@ -21,9 +21,17 @@ one assistant message (with that response's usage), outputs become tool results 
 after their call, a call with no output gets the synthetic ``aborted`` result Codex sends,
 and an output whose call is not in the history is dropped (Codex drops it too).
 
+The base instructions (``session_meta.base_instructions.text``) are the first entry and the
+first message of the context, a ``custom`` ``codex.instructions`` message marked
+``details.systemPrompt``: Codex sends them first with every request (0.169: as a leading
+``developer`` item that is no rollout item). A fork's inherited history (Codex 0.169's
+paginated forks) is fed before its own records with :attr:`Thread.id_prefix` set, so its
+entries keep ids of their own (``sessiond.store.codex`` finds the parent's rollout).
+
 Differences from Codex, by design: Codex puts a fixed preamble of its own before a rebuilt
-summary and re-renders its instructions on resume from the current configuration; here the
-summary is sent as written and the instructions are the ones recorded in the file.
+summary, and renders the instructions it sends for the run at hand (0.169 leaves out the
+sections on tools the run does not offer); here the summary is sent as written and the
+instructions are the text recorded in the file.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ Codex asked more than the script expected. Nothing here leaves the loopback inte
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import threading
@@ -273,8 +274,13 @@ def _handler(api: StandIn) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/responses"):
                 self._not_found()
                 return
-            if self.headers.get("Content-Encoding"):
-                raise ValueError(f"compressed request body: {self.headers.get('Content-Encoding')}")
+            encoding = self.headers.get("Content-Encoding")
+            if encoding == "gzip":
+                raw = gzip.decompress(raw)
+            elif encoding:  # e.g. zstd, which the standard library cannot read before 3.14
+                api.other_requests.append((self.command, f"{self.path} (Content-Encoding: {encoding})"))
+                self.send_error(415, f"the stand-in cannot read a {encoding} body")
+                return
             body = json.loads(raw)
             reply = api._next(body)
             model = body.get("model", "")

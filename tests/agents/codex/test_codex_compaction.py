@@ -62,6 +62,7 @@ def compacted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compacted]:
         finally:
             assert daemon.stop() == 0, daemon.log_text()
         assert api.unscripted == 0, f"Codex made {api.unscripted} requests the script did not expect"
+        assert not api.other_requests, api.other_requests
 
 
 def test_codex_asked_for_a_summary_and_recorded_the_compaction(compacted: Compacted) -> None:

@@ -35,7 +35,7 @@ def cut(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Codex, Run, 
         failed = codex.exec("write cut.txt", fails=True)
         api.push(Reply([message("Resumed after the cut.")]))
         resumed = codex.resume(failed.thread_id, "are you there?")
-        assert api.unscripted == 0
+        assert api.unscripted == 0 and not api.other_requests, api.other_requests
         yield codex, failed, resumed
 
 

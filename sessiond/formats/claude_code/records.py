@@ -55,6 +55,12 @@ METADATA_TYPES: Final = frozenset(
         "worktree-state",
         "continued-in",
         "saved_hook_context",
+        # 2.1.3xx bookkeeping: the request Claude Code sent (its shape, content blobs, the
+        # request itself) and the tools used so far. Not part of the conversation.
+        "api-request-shape",
+        "api-request-blob",
+        "api-request",
+        "tools-used",
     }
 )
 """Non-chain record types seen in real files or named by parsers (docs/claude-code.md, Loading)."""

@@ -40,7 +40,7 @@ from ..messages import (
     usage_tuple,
     user_messages,
 )
-from ..records import ASSISTANT, SYSTEM, USER, attachment_type
+from ..records import ASSISTANT, ATTACHMENT, SYSTEM, USER, attachment_type
 
 Fetch = Callable[[list[str]], Mapping[str, dict[str, Any]]]
 """Reads full records by uuid (the store reads their lines back from the file)."""
@@ -132,7 +132,7 @@ class Conversation:
             for u in todo
             if u not in self._converted
             and u not in fresh
-            and self.entries[u].get("type") in (USER, ASSISTANT)
+            and self.entries[u].get("type") in (USER, ASSISTANT, ATTACHMENT)
         ]
         records: Mapping[str, Any] = fresh
         if wanted:
@@ -222,6 +222,12 @@ class Conversation:
                 reset, self._open = self._open, {}  # the walk back stops at a prompt
             self._log.append(("u", reset))
             return len(items) - 1
+        if kind == ATTACHMENT:
+            (messages,) = self._convert(u, records)
+            if messages:  # rendered text the model got; pieces still merge across it
+                items.append(_Item("u", u, messages=messages))
+                self._log.append(("u", None))
+                return len(items) - 1
         sub = e.get("subtype") if kind == SYSTEM else attachment_type(e)
         name = f"{kind}/{sub or 'none'}"
         self._excluded[name] = self._excluded.get(name, 0) + 1

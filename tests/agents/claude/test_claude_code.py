@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from sessiond.store.claude import ClaudeSession
+from tests.agents.claude.agent import ClaudeHome, why_not_runnable
 from tests.agents.claude.compare import first_difference, request_to_api, sessiond_to_api
 from tests.agents.claude.scenario import (
     NOTES_AFTER,
@@ -26,6 +27,7 @@ from tests.agents.claude.scenario import (
     cold_entry_ids,
     cold_messages,
 )
+from tests.agents.claude.standin import HttpError, StandIn, Summary, ToolUse, call, say
 
 pytestmark = pytest.mark.anyio
 
@@ -159,3 +161,32 @@ async def test_export_continues_as_a_pi_session_with_the_same_context(scenario: 
         assert _without_timestamps(theirs["messages"]) == _without_timestamps(ours["messages"])
     finally:
         await client.close()
+
+
+def test_two_auto_compactions_in_one_turn_resume_as_claude_code_does() -> None:
+    """ "prompt is too long" twice in one turn: Claude Code compacts on its own each time and
+    retries; the resumed session is the one sessiond rebuilds (after both boundaries)."""
+    reason = why_not_runnable()
+    if reason is not None:
+        pytest.skip(reason)
+    too_long = HttpError(400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum")
+    with StandIn() as model, ClaudeHome(model) as home:
+        model.script(
+            call(ToolUse("Bash", {"command": "echo one", "description": "one"})),
+            too_long,
+            Summary(),
+            call(ToolUse("Bash", {"command": "echo two", "description": "two"})),
+            too_long,
+            Summary(),
+            say("done"),
+        )
+        sid = home.run("keep going").session_id
+        assert len(model.of_kind("compact")) == 2
+        mark = model.mark()
+        model.script(say("resumed"))
+        home.run("again", "--resume", sid)
+        [request] = model.since(mark)
+        ours = sessiond_to_api(cold_messages(home.transcript(sid)))
+        theirs = request_to_api(request["messages"])
+        assert first_difference(ours[: len(theirs)], theirs) is None
+        assert [b["type"] for b in ours[len(theirs)]["content"]] == ["text"]

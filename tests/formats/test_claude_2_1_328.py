@@ -172,3 +172,26 @@ def test_file_history_delta_adds_the_backup_to_its_prompt() -> None:
     assert backups == {
         "u1": {"notes.txt": {"backupFileName": "75e8e67f6614d287@v1", "version": 1, "backupTime": TS}}
     }
+
+
+def test_preserved_messages_are_reported_with_the_boundary() -> None:
+    boundary = entry(
+        "b1",
+        None,
+        "system",
+        subtype="compact_boundary",
+        logicalParentUuid="m3",
+        compactMetadata={
+            "trigger": "manual",
+            "preservedSegment": {"headUuid": "m3", "anchorUuid": "s1", "tailUuid": "m3"},
+            "preservedMessages": {"anchorUuid": "s1", "uuids": ["m3"], "allUuids": ["m3"]},
+        },
+    )
+    summary = user("s1", "b1", "This session is being continued...", isCompactSummary=True)
+    after = user("u3", "s1", "and now?")
+    done = assistant("m4", "u3", "msg_4", [{"type": "text", "text": "ok"}], "end_turn")
+    r = cc.reconstruct(cc.parse_transcript(transcript([*RECORDS, boundary, summary, after, done])))
+    [report] = r.diagnostics["compactBoundaries"]
+    assert report["preservedMessages"] == 1 and report["preservedMessagesInFile"] == 1
+    roles = [m["role"] for _, m in r.messages]
+    assert roles == ["user", "assistant", "user", "assistant"]  # summary, kept reply, prompt, answer

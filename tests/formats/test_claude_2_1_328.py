@@ -14,6 +14,7 @@ import orjson
 from sessiond.filehistory.claude import snapshot_records
 from sessiond.formats import claude_code as cc
 from sessiond.store.claude import ClaudeSession
+from tests.store.test_claude_follow import replay
 
 SID = "5e0d0000-0000-4000-8000-000000000001"
 TS = "2026-12-05T10:00:00.000Z"
@@ -195,3 +196,68 @@ def test_preserved_messages_are_reported_with_the_boundary() -> None:
     assert report["preservedMessages"] == 1 and report["preservedMessagesInFile"] == 1
     roles = [m["role"] for _, m in r.messages]
     assert roles == ["user", "assistant", "user", "assistant"]  # summary, kept reply, prompt, answer
+
+
+def _tool_use(tid: str) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": f"echo {tid}"}}]
+
+
+def _result(uuid: str, parent: str, tid: str) -> dict[str, Any]:
+    return user(uuid, parent, [{"type": "tool_result", "tool_use_id": tid, "content": tid}])
+
+
+def _boundary(uuid: str, head: str, anchor: str, tail: str) -> dict[str, Any]:
+    segment = {"headUuid": head, "anchorUuid": anchor, "tailUuid": tail}
+    meta = {"trigger": "auto", "preservedSegment": segment, "preservedMessages": {"uuids": [head, tail]}}
+    return entry(
+        uuid, None, "system", subtype="compact_boundary", logicalParentUuid=tail, compactMetadata=meta
+    )
+
+
+CHAINED: list[dict[str, Any]] = [
+    user("u1", None, "turn one"),
+    assistant("m1", "u1", "msg_1", _tool_use("t1"), "tool_use"),
+    _result("r1", "m1", "t1"),
+    assistant("m2", "r1", "msg_2", [{"type": "text", "text": "first done"}], "end_turn"),
+    user("u2", "m2", "turn two"),
+    assistant("m3", "u2", "msg_3", _tool_use("t2"), "tool_use"),
+    _result("r2", "m3", "t2"),
+    # "prompt is too long": compacted, keeping the call and its result (m3, r2) after s1.
+    _boundary("b1", "m3", "s1", "r2"),
+    user("s1", "b1", "This session is being continued... (1)", isCompactSummary=True),
+    assistant("m4", "s1", "msg_4", _tool_use("t3"), "tool_use"),
+    _result("r3", "m4", "t3"),
+    # Too long again: the kept segment runs from m3 through the first relink to r3.
+    _boundary("b2", "m3", "s2", "r3"),
+    user("s2", "b2", "This session is being continued... (2)", isCompactSummary=True),
+    assistant("m5", "s2", "msg_5", [{"type": "text", "text": "done"}], "end_turn"),
+    user("u3", "m5", "again"),
+    assistant("m6", "u3", "msg_6", [{"type": "text", "text": "resumed"}], "end_turn"),
+]
+
+
+def test_chained_preserved_segments_keep_the_calls_both_compactions_kept() -> None:
+    """Claude Code 2.1.328 resumes with the first kept call and its result; the second
+    segment's tail leads to its head only through the first relink."""
+    r = cc.reconstruct(cc.parse_transcript(transcript(CHAINED)))
+    assert [u for u, _ in r.messages] == ["s2", "m3", "r2", "m4", "r3", "m5", "u3", "m6"]
+    relink = r.diagnostics["preservedSegment"]
+    assert relink["applied"] and relink["preserved"] == 4  # r3, m4, r2, m3
+    assert relink["chained"] == [{"boundary": "b1", "applied": True, "preserved": 2}]
+
+
+def test_following_chained_segments_and_a_fork_equals_a_cold_read(tmp_path: Path) -> None:
+    """Line by line, in pieces: the same as a cold read after every line. A fork's file writes
+    the boundary before the segment it keeps (the check passes only once the segment is in)."""
+    fork = [
+        _boundary("b1", "m3", "s1", "m3"),
+        user("s1", "b1", "This session is being continued...", isCompactSummary=True),
+        assistant("m3", "s1", "msg_3", [{"type": "text", "text": "kept"}], "end_turn"),
+        user("u4", "m3", "in the fork"),
+        assistant("m7", "u4", "msg_7", [{"type": "text", "text": "forked"}], "end_turn"),
+    ]
+    for seed in range(3):
+        for name, records in (("chained", CHAINED), ("fork", fork)):
+            path = f"{name}{seed}-0000-4000-8000-000000000000.jsonl"
+            stats = replay(tmp_path, path, transcript(records), seed)
+            assert stats["final"], (name, seed)

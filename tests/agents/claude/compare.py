@@ -8,8 +8,9 @@ The mapping is the one docs/claude-code.md describes ("What Claude Code sends"):
   in a user message;
 * ``user`` and ``custom`` (rendered attachments, marked ``claude-code.attachment/<type>``) → user
   content; consecutive user-side messages form one API user message;
-* an attachment right after tool results is sent inside the last result's text: that text,
-  trailing whitespace trimmed, then a blank line, then the attachment's text.
+* a system-rendered attachment (``details.renderedRole == "system"``) after tool results is
+  sent inside the last result's text: that text, trailing whitespace trimmed, then a blank
+  line, then the attachment's text; a user-rendered one is a text block of its own after them.
 
 Both sides are normalised the same way before comparing: a string content is one text block,
 ``cache_control`` markers are dropped, and consecutive messages of one role are merged.
@@ -66,6 +67,11 @@ def _merge(messages: list[Api]) -> list[Api]:
     return out
 
 
+def _rendered_role(m: dict[str, Any]) -> Any:
+    details = m.get("details")
+    return details.get("renderedRole") if isinstance(details, dict) else None
+
+
 def sessiond_to_api(messages: list[dict[str, Any]]) -> list[Api]:
     """Pi-shaped context messages as the API messages Claude Code would send."""
     out: list[Api] = []
@@ -85,7 +91,7 @@ def sessiond_to_api(messages: list[dict[str, Any]]) -> list[Api]:
                 block["is_error"] = True
             out.append({"role": "user", "content": [block]})
             last_result = block
-        elif role == "custom" and last_result is not None:
+        elif role == "custom" and last_result is not None and _rendered_role(m) == "system":
             texts = last_result["content"]
             added = "".join(b["text"] for b in _text_blocks(m["content"]) if b["type"] == "text")
             if texts and texts[-1]["type"] == "text":
@@ -94,7 +100,8 @@ def sessiond_to_api(messages: list[dict[str, Any]]) -> list[Api]:
                 texts.append({"type": "text", "text": added})
         elif role in ("user", "custom"):
             out.append({"role": "user", "content": _text_blocks(m["content"])})
-            last_result = None
+            if role == "user":
+                last_result = None
     return _merge(out)
 
 

@@ -163,15 +163,22 @@ async def test_export_continues_as_a_pi_session_with_the_same_context(scenario: 
         await client.close()
 
 
-def test_two_auto_compactions_in_one_turn_resume_as_claude_code_does() -> None:
-    """ "prompt is too long" twice in one turn: Claude Code compacts on its own each time and
-    retries; the resumed session is the one sessiond rebuilds (after both boundaries)."""
+def test_chained_auto_compactions_resume_as_claude_code_does() -> None:
+    """ "prompt is too long" three times in one turn: Claude Code compacts on its own each time,
+    keeping the running tool calls and their results (a ``preservedSegment`` on every boundary,
+    each running through the one before); the resumed session is the one sessiond rebuilds."""
     reason = why_not_runnable()
     if reason is not None:
         pytest.skip(reason)
-    too_long = HttpError(400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum")
+    too_long = HttpError(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")
     with StandIn() as model, ClaudeHome(model) as home:
+        model.script(call(ToolUse("Bash", {"command": "echo zero", "description": "zero"})), say("first"))
+        sid = home.run("turn one").session_id
+        model.script(say("second"))
+        home.run("turn two", "--resume", sid)
         model.script(
+            too_long,
+            Summary(),
             call(ToolUse("Bash", {"command": "echo one", "description": "one"})),
             too_long,
             Summary(),
@@ -180,13 +187,18 @@ def test_two_auto_compactions_in_one_turn_resume_as_claude_code_does() -> None:
             Summary(),
             say("done"),
         )
-        sid = home.run("keep going").session_id
-        assert len(model.of_kind("compact")) == 2
+        home.run("turn three", "--resume", sid)
+        assert len(model.of_kind("compact")) == 3
         mark = model.mark()
         model.script(say("resumed"))
         home.run("again", "--resume", sid)
         [request] = model.since(mark)
-        ours = sessiond_to_api(cold_messages(home.transcript(sid)))
+        session = ClaudeSession.open(home.transcript(sid))
+        relink = session.reconstruction.diagnostics["preservedSegment"]
+        assert relink["applied"] and [c["applied"] for c in relink["chained"]] == [True, True], relink
+        ours = sessiond_to_api([m for _, m in session.reconstruction.messages])
         theirs = request_to_api(request["messages"])
         assert first_difference(ours[: len(theirs)], theirs) is None
+        calls = [b["input"]["command"] for m in theirs for b in m["content"] if b["type"] == "tool_use"]
+        assert calls == ["echo one", "echo two"], "the kept calls of both earlier compactions"
         assert [b["type"] for b in ours[len(theirs)]["content"]] == ["text"]

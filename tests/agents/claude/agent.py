@@ -103,10 +103,13 @@ class ClaudeHome:
         assert found, f"no transcript for {session_id} under {self.projects}"
         return found[0]
 
-    def write_file(self, name: str, text: str) -> Path:
+    def write_file(self, name: str, content: str | bytes) -> Path:
         """A project file the agent may edit, owned by uid 65534."""
         path = self.project / name
-        path.write_text(text)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
         os.chown(path, NOBODY, NOBODY)
         return path
 

@@ -111,8 +111,8 @@ def _clean(block: dict[str, Any]) -> dict[str, Any]:
         b["content"] = [_clean(x) for x in _text_blocks(b.get("content", ""))]
         if not b.get("is_error"):
             b.pop("is_error", None)
-    if b.get("type") == "image":
-        b = {"type": "image", "data": (b.get("source") or {}).get("data")}
+    if b.get("type") == "image" and "source" in b:
+        b = {"type": "image", "data": b["source"].get("data")}
     return b
 
 

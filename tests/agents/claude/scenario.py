@@ -5,8 +5,10 @@ The real agent runs six turns against the stand-in while a real daemon follows i
 1. a prompt answered with thinking (signed), text and a Read; then three tool calls in one step
    (Edit of the file read, a Bash command with a long output, a Read of a missing file: a tool
    error); then a plain reply;
-2. ``--resume``: a Write of a new file and a failing Bash command, then a reply;
-3. ``--resume``: a Read and then an Edit of the new file, then a reply;
+2. ``--resume``: a Write of a new file, a failing Bash command and a Read of a PNG (an image
+   result) in one step, then a reply;
+3. ``--resume``: redacted and plain thinking with a Read, then an Edit of the new file, then a
+   reply;
 4. ``--resume`` with ``/compact`` (the stand-in answers the summary request);
 5. ``--resume`` after the compaction: a plain reply;
 6. ``--resume --fork-session``: a reply in a new session forked from this one.
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from sessiond.store.claude import ClaudeSession
 from sessiond_client import Client
 from tests.agents.claude.agent import NOBODY, ClaudeHome, RunResult
 from tests.agents.claude.standin import (
+    RedactedThinking,
     Reply,
     StandIn,
     Summary,
@@ -42,6 +47,25 @@ NOTES_BEFORE = "alpha\nbeta\n"
 NOTES_AFTER = "alpha\ngamma\n"
 SCRIPT_BEFORE_EDIT = "print('hi')\n"
 SCRIPT_AFTER_EDIT = "print('hello')\n"
+
+
+def _png(width: int, height: int) -> bytes:
+    """A small red RGB PNG (an image the Read tool returns as an image block)."""
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+RED_PNG = _png(4, 4)
 
 
 @dataclass
@@ -128,6 +152,7 @@ async def _turn(sc: Scenario, client: Client | None, prompt: str, *args: str, fo
 async def run_scenario(root: Path, standin: StandIn, home: ClaudeHome) -> Scenario:
     """Run the six turns (see the module docstring) and return what was recorded."""
     home.write_file("notes.txt", NOTES_BEFORE)
+    home.write_file("red.png", RED_PNG)
     (home.home / ".claude" / "projects").mkdir(parents=True)
     for d in (home.home / ".claude", home.home / ".claude" / "projects"):
         os.chown(d, NOBODY, NOBODY)  # the agent's own directories, made early for the daemon to watch
@@ -175,6 +200,7 @@ async def _script(sc: Scenario) -> None:
             call(
                 ToolUse("Write", {"file_path": script, "content": SCRIPT_BEFORE_EDIT}),
                 ToolUse("Bash", {"command": "ls /nonexistent-dir", "description": "A failing command"}),
+                ToolUse("Read", {"file_path": str(home.project / "red.png")}),  # an image result
             ),
             say("Wrote the script; the listing failed."),
         )
@@ -182,6 +208,7 @@ async def _script(sc: Scenario) -> None:
         standin.script(
             Reply(
                 [
+                    RedactedThinking("ZW5jcnlwdGVkLXRoaW5raW5n"),
                     Thinking("Read it before editing.", "c2lnbmF0dXJlLXR3bw=="),
                     ToolUse("Read", {"file_path": script}),
                 ]

@@ -61,7 +61,14 @@ class ToolUse:
     id: str = field(default_factory=lambda: _next_id("toolu"))
 
 
-Block = Text | Thinking | ToolUse
+@dataclass(frozen=True)
+class RedactedThinking:
+    """A ``redacted_thinking`` block (its ``data`` is opaque, sent whole at block start)."""
+
+    data: str
+
+
+Block = Text | Thinking | RedactedThinking | ToolUse
 
 
 @dataclass(frozen=True)
@@ -214,6 +221,9 @@ def stream_events(reply: Reply, model: str) -> Iterator[bytes]:
         if isinstance(block, Text):
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": c} for c in _chunks(block.text, 64)]
+        elif isinstance(block, RedactedThinking):
+            start = {"type": "redacted_thinking", "data": block.data}
+            deltas = []
         elif isinstance(block, Thinking):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [{"type": "thinking_delta", "thinking": c} for c in _chunks(block.thinking, 64)]
@@ -246,6 +256,8 @@ def message_json(reply: Reply, model: str) -> dict[str, Any]:
     for block in reply.blocks:
         if isinstance(block, Text):
             content.append({"type": "text", "text": block.text})
+        elif isinstance(block, RedactedThinking):
+            content.append({"type": "redacted_thinking", "data": block.data})
         elif isinstance(block, Thinking):
             content.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
         else:

@@ -71,6 +71,12 @@ async def test_the_context_is_what_claude_code_resumes_with(scenario: Scenario) 
     ), "three parallel calls after a text, in one message"
     long = [b for b in second if b["type"] == "tool_result" and "4000" in str(b["content"])]
     assert long, "the long Bash output is part of the resumed context"
+    third = _blocks(scenario.turns[2])
+    assert any(c.get("type") == "image" for b in third if b["type"] == "tool_result" for c in b["content"])
+    later = [
+        b for r in scenario.turns[2].requests[1:] for m in request_to_api(r["messages"]) for b in m["content"]
+    ]
+    assert any(b["type"] == "redacted_thinking" for b in later)
 
 
 async def test_the_context_after_compact_is_what_claude_code_resumes_with(scenario: Scenario) -> None:

@@ -81,6 +81,13 @@ class _Group:
     totals: tuple[Any, ...] = _ZERO
 
 
+def _has_messages(entry: dict[str, Any]) -> bool:
+    """Whether an entry (record or skeleton) may contribute messages: user and assistant
+    entries, and attachments rendered for the model (only those are read back)."""
+    kind = entry.get("type")
+    return kind in (USER, ASSISTANT) or (kind == ATTACHMENT and bool(entry.get("rendered")))
+
+
 class Conversation:
     """The context of a transcript's resumed chain: its messages, diagnostics and usage."""
 
@@ -128,11 +135,7 @@ class Conversation:
             first = self._cut(keep)
         todo = chain[start + len(self.fed) :]
         wanted = [
-            u
-            for u in todo
-            if u not in self._converted
-            and u not in fresh
-            and self.entries[u].get("type") in (USER, ASSISTANT, ATTACHMENT)
+            u for u in todo if u not in self._converted and u not in fresh and _has_messages(self.entries[u])
         ]
         records: Mapping[str, Any] = fresh
         if wanted:
@@ -222,7 +225,7 @@ class Conversation:
                 reset, self._open = self._open, {}  # the walk back stops at a prompt
             self._log.append(("u", reset))
             return len(items) - 1
-        if kind == ATTACHMENT:
+        if kind == ATTACHMENT and e.get("rendered"):
             (messages,) = self._convert(u, records)
             if messages:  # rendered text the model got; pieces still merge across it
                 items.append(_Item("u", u, messages=messages))

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sessiond.formats import claude_code as cc
 from sessiond.store.claude import ClaudeSession
 from tests.agents.claude.agent import ClaudeHome, why_not_runnable
 from tests.agents.claude.compare import first_difference, request_to_api, sessiond_to_api
@@ -208,3 +209,14 @@ def test_chained_auto_compactions_resume_as_claude_code_does() -> None:
         calls = [b["input"]["command"] for m in theirs for b in m["content"] if b["type"] == "tool_use"]
         assert calls == ["echo one", "echo two"], "the kept calls of both earlier compactions"
         assert [b["type"] for b in ours[len(theirs)]["content"]] == ["text"]
+
+
+async def test_every_record_the_agent_wrote_is_known(scenario: Scenario) -> None:
+    """A record type a new version adds shows up here first (``unknownTypes``), and so does a
+    torn or unparsable line."""
+    for path in (scenario.transcript, scenario.home.transcript(scenario.fork_id)):
+        t = cc.parse_transcript(path.read_bytes())
+        assert t.diagnostics.unknown_types == {}, path
+        loaded = t.diagnostics.as_json()
+        assert loaded["unparsableLines"] == 0 and loaded["nonObjectLines"] == 0, loaded
+        assert not loaded["tornTail"] and loaded["chainWithoutUuid"] == 0, loaded

@@ -153,13 +153,15 @@ class ClaudeHome:
         tools: Sequence[str] = DEFAULT_TOOLS,
         timeout: float = 120,
         check: bool = True,
+        env: dict[str, str] | None = None,
     ) -> RunResult:
         """Run one ``claude -p`` turn in the project directory (extra ``args``: ``--resume ID``,
-        ``--fork-session``...). With ``check`` the run must succeed and leave no unused script."""
+        ``--fork-session``, ``--mcp-config FILE``...; ``env``: more environment). With ``check``
+        the run must succeed and the stand-in must have had a reply for every main request."""
         proc = subprocess.run(
             self.command(prompt, args, tools),
             cwd=self.project,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,

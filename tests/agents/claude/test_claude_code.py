@@ -29,6 +29,9 @@ from tests.agents.claude.scenario import (
     cold_messages,
 )
 from tests.agents.claude.standin import HttpError, StandIn, Summary, ToolUse, call, say
+from tests.conftest import oracle_dir
+from tests.oracle.pi import pi_result
+from tests.oracle.test_export import _described, _pairing
 
 pytestmark = pytest.mark.anyio
 
@@ -166,6 +169,20 @@ async def test_export_continues_as_a_pi_session_with_the_same_context(scenario: 
         theirs = await client.request("context/get", {"sessionId": new_id})
         ours = await client.request("context/get", {"sessionId": scenario.session_id})
         assert _without_timestamps(theirs["messages"]) == _without_timestamps(ours["messages"])
+        # It continues: a new prompt is appended to the copy (the transcript stays read-only).
+        prompt = {"type": "message", "message": {"role": "user", "content": "continue in Pi", "timestamp": 1}}
+        await client.request("session/append", {"sessionId": new_id, "entries": [prompt]})
+        after = await client.request("context/get", {"sessionId": new_id})
+        assert after["messages"][-1]["message"]["content"] == "continue in Pi"
+        assert len(after["messages"]) == len(theirs["messages"]) + 1
+        oracle = oracle_dir()
+        if oracle is not None:  # Pi's own code opens the copy with the same roles, texts, pairing
+            pi = pi_result(oracle, exported["path"], "--full", "--raw")
+            messages = [m["message"] for m in ours["messages"]]
+            assert [(t["role"], t.get("text")) for t in pi["context"]["messages"]][:-1] == _described(
+                messages
+            )
+            assert _pairing(pi["context"]["raw"]) == _pairing(messages)
     finally:
         await client.close()
 

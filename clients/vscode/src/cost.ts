@@ -34,6 +34,15 @@ export function today(now = new Date()): string {
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
 }
 
+/** The editor's IANA time zone ("today" is cut there), when the runtime knows it. */
+export function timeZone(): string | undefined {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class CostStatus {
   readonly item: vscode.StatusBarItem;
   totals: Totals | undefined;
@@ -82,7 +91,7 @@ export class CostStatus {
   private async subscribe(): Promise<void> {
     const client = this.client;
     if (client === undefined || !this.enabled()) return;
-    await call(client, "stats/subscribe", {}).catch(() => undefined);
+    await call(client, "stats/subscribe", { timezone: timeZone() }).catch(() => undefined);
   }
 
   /** Re-ask within two seconds (many appends, one query). */
@@ -104,6 +113,7 @@ export class CostStatus {
       const result = await call<{ rows: Totals[]; totals: Totals; pricesAsOf?: string }>(client, "stats/query", {
         groupBy: "daily",
         since: today(),
+        timezone: timeZone(),
       });
       this.problem = undefined;
       this.show(result.totals, result.pricesAsOf);

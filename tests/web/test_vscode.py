@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from sessiond_protocol.methods import METHODS
 from tests.harness.daemon import start_daemon
 from tests.web.scenario import PI_SESSION, build
 from tests.web.test_viewer_e2e import find_session_file
@@ -75,6 +76,8 @@ async def test_the_extension_against_a_real_daemon(tmp_path: Path) -> None:
             "store": str(daemon.store),
             "env": {k: daemon.env[k] for k in ("SESSIOND_HOME", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR")},
             "pi": PI_SESSION,
+            # what this daemon answers: the extension's search and cost must work where it can
+            "methods": sorted(METHODS),
             "agent": {
                 "sessionId": scenario.agent_session,
                 "path": str(find_session_file(daemon.store, scenario.agent_session)),

@@ -14,6 +14,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
+* :mod:`.stats` — ``stats`` (usage and cost of every agent, docs/usage.md)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -34,6 +35,7 @@ def register(sub: Any) -> None:
         rewind,
         service,
         sessions,
+        stats,
         store,
         tail,
         ui,
@@ -50,3 +52,4 @@ def register(sub: Any) -> None:
     completion.register(sub)
     export.register(sub)
     store.register(sub)
+    stats.register(sub)

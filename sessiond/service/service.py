@@ -32,6 +32,7 @@ from ..store.journal import Durability
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
 from ..store.session import PendingAppend, Session
+from ..usage.report import Query
 from . import views
 from .catalog import Catalog, Listed
 from .compactor import Compactor
@@ -45,6 +46,7 @@ from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
 from .settings import SessionSettings
+from .usage import UsageFeed
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
 
@@ -70,6 +72,9 @@ class Service:
         self.registry = SessionRegistry(self.catalog, self.hub, self.estimator, window_for, config.durability)
         self.compactor = Compactor(self.registry, self.settings, config)
         self.follower = Follower(self.registry, self.listing, config.watch)
+        self.stats = UsageFeed(config, self.hub)
+        """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
+        self.follower.listeners.append(self.stats.changed)
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )
@@ -118,6 +123,7 @@ class Service:
 
     def close_all(self) -> None:
         self.registry.close_all()
+        self.stats.close()
         self.listing.save()
         self.store.close()
 
@@ -363,6 +369,17 @@ class Service:
         return M.ForkResult.model_construct(
             sessionId=forked.id, path=str(forked.path), leafId=forked.leaf_id, saved=forked.flushed, **fields
         )
+
+    async def stats_query(self, p: M.StatsQueryParams) -> M.StatsQueryResult:
+        """``stats/query``: the usage records grouped as asked (docs/usage.md)."""
+        query = Query(p.groupBy, p.agent, p.cwd, p.since, p.until, p.timezone, p.breakdown, p.sessionId)
+        return M.StatsQueryResult.model_construct(**(await self.stats.query(query)))
+
+    async def stats_subscribe(
+        self, user: Peer, session_id: str | None, timezone: str | None
+    ) -> M.StatsUpdateResult:
+        """``stats/subscribe``: ``stats_update`` to ``user`` from now on; the numbers now."""
+        return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
 
     async def configure(self, user: Peer, session_id: str, context_window: int | None) -> M.ConfigureResult:
         host = await self.registry.host(session_id, user)

@@ -49,7 +49,7 @@ async def cmd_stats(args: argparse.Namespace, out: Output) -> int:
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
     index = open_index(config)
     try:
-        _refresh(index, out)
+        _refresh(index, out, os.cpu_count() or 1)
         base = Query(args.group, args.agent, cwd, args.since, args.until, args.timezone, args.breakdown)
         if out.json:
             out.emit(run(index, base))
@@ -65,10 +65,10 @@ def _fields(q: Any) -> dict[str, Any]:
     return {name: getattr(q, name) for name in q.__slots__}
 
 
-def _refresh(index: Any, out: Output) -> None:
+def _refresh(index: Any, out: Output, workers: int) -> None:
     """Bring the records up to date; a progress bar on a terminal when many files are read."""
     if out.json or not out.err.is_terminal:
-        index.refresh()
+        index.refresh(workers=workers)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
@@ -79,7 +79,7 @@ def _refresh(index: Any, out: Output) -> None:
         def report(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        index.refresh(report)
+        index.refresh(report, workers=workers)
 
 
 def _money(cost: Any) -> str:

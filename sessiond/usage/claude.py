@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .records import Record, SessionInfo, count, epoch_ms, first_text, money
+from .records import Record, SessionInfo, count, epoch_ms, first_text, lines_matching, money
 
 SYNTHETIC = "<synthetic>"
 
@@ -36,14 +36,19 @@ def session_of_path(path: Path) -> str | None:
     return path.stem
 
 
-def read(path: Path, lines: list[tuple[int, bytes]], sessions: dict[str, SessionInfo]) -> list[Record]:
-    """The records of complete lines (``(offset, bytes)``); ``sessions`` gains what the lines
-    say of their sessions (cwd, the first prompt as a title)."""
+USAGE_LINE = b'"usage"'
+USER_LINE = b'"type":"user"'
+
+
+def read(
+    path: Path, data: bytes, start: int, state: dict[str, Any], sessions: dict[str, SessionInfo]
+) -> list[Record]:
+    """The records of ``data`` (complete lines from file offset ``start``); ``sessions`` gains
+    what the lines say of their sessions (cwd, the first prompt as a title: user lines are
+    parsed only until one gave it, ``state["titled"]``)."""
     placed = session_of_path(path)
     out: list[Record] = []
-    for offset, raw in lines:
-        if b'"usage"' not in raw and b'"user"' not in raw:
-            continue  # most lines: tool results, attachments, snapshots
+    for offset, raw in lines_matching(data, start, USAGE_LINE):
         try:
             entry = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -56,24 +61,38 @@ def read(path: Path, lines: list[tuple[int, bytes]], sessions: dict[str, Session
         if kind == "assistant":
             _record(entry, sid, f"{path}:{offset}", out)
         elif kind == "progress":
-            data = entry.get("data")
-            nested = data.get("message") if type(data) is dict else None
+            data_field = entry.get("data")
+            nested = data_field.get("message") if type(data_field) is dict else None
             if type(nested) is dict and nested.get("type") == "assistant":
                 _record(nested, sid, f"{path}:{offset}:p", out)
-        elif kind == "user" and placed is not None and path.parent.name != "subagents":
-            info = sessions.setdefault(sid, SessionInfo(sid))
-            if info.title is None and not entry.get("isMeta") and not entry.get("isSidechain"):
-                message = entry.get("message")
-                if type(message) is dict:
-                    text = first_text(message.get("content"))
-                    if text and not text.startswith("<"):
-                        info.title = text
         cwd = entry.get("cwd")
-        if type(cwd) is str and cwd:
-            info = sessions.setdefault(sid, SessionInfo(sid))
-            if info.cwd is None:
-                info.cwd = cwd
+        if type(cwd) is str and cwd and sid not in sessions:
+            sessions[sid] = SessionInfo(sid, cwd)
+    if placed is not None and path.parent.name != "subagents" and not state.get("titled"):
+        _title(placed, data, start, state, sessions)
     return out
+
+
+def _title(
+    sid: str, data: bytes, start: int, state: dict[str, Any], sessions: dict[str, SessionInfo]
+) -> None:
+    """The session's first real prompt (not a command, not injected context) as its title."""
+    for _offset, raw in lines_matching(data, start, USER_LINE):
+        try:
+            entry = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if type(entry) is not dict or entry.get("type") != "user":
+            continue
+        if entry.get("isMeta") or entry.get("isSidechain"):
+            continue
+        message = entry.get("message")
+        text = first_text(message.get("content")) if type(message) is dict else None
+        if text and not text.startswith("<"):
+            info = sessions.setdefault(sid, SessionInfo(sid))
+            info.title = text
+            state["titled"] = True
+            return
 
 
 def _record(entry: dict[str, Any], sid: str, fallback_key: str, out: list[Record]) -> None:

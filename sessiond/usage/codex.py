@@ -16,27 +16,28 @@ The rules (docs/usage.md, and what ccusage does):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .records import Record, SessionInfo, count, epoch_ms, first_text
+from .records import Record, SessionInfo, count, epoch_ms, first_text, lines_matching
 
 FALLBACK_MODEL = "gpt-5"
-_MARKERS = (b'"session_meta"', b'"turn_context"', b'"token_count"', b'"user_message"')
+_MARKERS = re.compile(rb'"(?:session_meta|turn_context|token_count|user_message)"')
+"""The lines that matter (most are response items)."""
 
 
 def read(
-    path: Path, lines: list[tuple[int, bytes]], state: dict[str, Any], sessions: dict[str, SessionInfo]
+    path: Path, data: bytes, start: int, state: dict[str, Any], sessions: dict[str, SessionInfo]
 ) -> list[Record]:
-    """The records of complete lines; ``state`` (JSON-able) carries the session, model, fork
-    time and last total from one call to the next (a rollout is read as it grows)."""
+    """The records of ``data`` (complete lines from file offset ``start``); ``state``
+    (JSON-able) carries the session, model, fork time and last total from one call to the
+    next (a rollout is read as it grows)."""
     out: list[Record] = []
     sid: str = state.get("sid") or _rollout_id(path)
-    for offset, raw in lines:
-        if not any(marker in raw for marker in _MARKERS):
-            continue  # most lines: response items
+    for offset, raw in lines_matching(data, start, _MARKERS):
         try:
             entry = orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -29,13 +29,16 @@ import orjson
 from . import claude, codex, opencode, pi
 from .prices import PriceBook
 from .records import Record, SessionInfo
+from .registry import prices_as_of
 
 log = logging.getLogger("sessiond.usage")
 
 DB_FILE: Final = "usage.sqlite3"
-SCHEMA_VERSION: Final = "1"
+SCHEMA_VERSION: Final = "2"
 CHUNK: Final = 8 << 20
 """Bytes read at a time from a growing file."""
+PARALLEL_FROM: Final = 32
+"""Files to read before worker processes pay for their start (about 0.3 s each)."""
 HEAD: Final = 64
 """Bytes of a file's start remembered to tell an append from a rewrite."""
 
@@ -50,14 +53,56 @@ CREATE TABLE IF NOT EXISTS records(
     cache_read INTEGER NOT NULL, cache_creation INTEGER NOT NULL, cache_5m INTEGER NOT NULL,
     cache_1h INTEGER NOT NULL, agent_cost REAL, calc_cost REAL,
     PRIMARY KEY(agent, key)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS records_ts ON records(ts, agent, model, session_id, input, output,
-    cache_read, cache_creation, agent_cost, calc_cost);
+CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
 CREATE INDEX IF NOT EXISTS records_session ON records(session_id);
 CREATE INDEX IF NOT EXISTS records_file ON records(file);
 CREATE TABLE IF NOT EXISTS sessions(
     agent TEXT NOT NULL, session_id TEXT NOT NULL, cwd TEXT, title TEXT,
     PRIMARY KEY(agent, session_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS buckets(
+    bucket INTEGER NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, input INTEGER NOT NULL,
+    output INTEGER NOT NULL, cache_read INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
+    cost REAL NOT NULL, priced INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY(bucket, agent, model)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS records_added AFTER INSERT ON records BEGIN
+    INSERT INTO buckets VALUES(new.ts / 900000, new.agent, new.model, new.input, new.output,
+        new.cache_read, new.cache_creation, coalesce(new.agent_cost, new.calc_cost, 0),
+        coalesce(new.agent_cost, new.calc_cost) IS NOT NULL, 1)
+    ON CONFLICT(bucket, agent, model) DO UPDATE SET input = input + excluded.input,
+        output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+        cache_creation = cache_creation + excluded.cache_creation, cost = cost + excluded.cost,
+        priced = priced + excluded.priced, n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS records_removed AFTER DELETE ON records BEGIN
+    UPDATE buckets SET input = input - old.input, output = output - old.output,
+        cache_read = cache_read - old.cache_read, cache_creation = cache_creation - old.cache_creation,
+        cost = cost - coalesce(old.agent_cost, old.calc_cost, 0),
+        priced = priced - (coalesce(old.agent_cost, old.calc_cost) IS NOT NULL), n = n - 1
+    WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model;
+    DELETE FROM buckets WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model
+        AND n <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS records_changed AFTER UPDATE ON records BEGIN
+    UPDATE buckets SET input = input - old.input, output = output - old.output,
+        cache_read = cache_read - old.cache_read, cache_creation = cache_creation - old.cache_creation,
+        cost = cost - coalesce(old.agent_cost, old.calc_cost, 0),
+        priced = priced - (coalesce(old.agent_cost, old.calc_cost) IS NOT NULL), n = n - 1
+    WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model;
+    INSERT INTO buckets VALUES(new.ts / 900000, new.agent, new.model, new.input, new.output,
+        new.cache_read, new.cache_creation, coalesce(new.agent_cost, new.calc_cost, 0),
+        coalesce(new.agent_cost, new.calc_cost) IS NOT NULL, 1)
+    ON CONFLICT(bucket, agent, model) DO UPDATE SET input = input + excluded.input,
+        output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+        cache_creation = cache_creation + excluded.cache_creation, cost = cost + excluded.cost,
+        priced = priced + excluded.priced, n = n + 1;
+    DELETE FROM buckets WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model
+        AND n <= 0;
+END;
 """
+BUCKET_MS: Final = 15 * 60 * 1000
+"""The ``buckets`` table sums records by 15 minutes (every time zone's offset is a multiple of
+15 minutes), agent and model, kept by triggers: a daily report over a year of records reads a
+few thousand rows, not every record."""
 
 UPSERT = """
 INSERT INTO records(agent, key, file, session_id, model, ts, input, output, cache_read,
@@ -101,13 +146,12 @@ class UsageIndex:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         with self._tx():
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self.db.execute(statement)
-            version = self._meta("schema")
-            if version not in (None, SCHEMA_VERSION):
-                for table in ("records", "files", "sessions"):
-                    self.db.execute(f"DELETE FROM {table}")
+            version = self._meta("schema") if self._has_meta() else None
+            if version not in (None, SCHEMA_VERSION):  # another layout: start again
+                for table in ("records", "files", "sessions", "buckets"):
+                    self.db.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in _statements(SCHEMA):
+                self.db.execute(statement)
             self._set_meta("schema", SCHEMA_VERSION)
         self._reprice_if_needed()
 
@@ -127,6 +171,9 @@ class UsageIndex:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
+
+    def _has_meta(self) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is not None
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -152,6 +199,15 @@ class UsageIndex:
                 updates.append((self.prices.cost(r), agent, key))
             self.db.executemany("UPDATE records SET calc_cost = ? WHERE agent = ? AND key = ?", updates)
             self._set_meta("prices", fingerprint)
+            self._set_meta("pricesAsOf", prices_as_of())
+
+    @property
+    def prices_as_of(self) -> str:
+        """The date of the price data the stored costs were computed with (kept in the file, so
+        a report needs not import the registry)."""
+        with self._lock:
+            stored = self._meta("pricesAsOf")
+        return stored if stored is not None else prices_as_of()
 
     # ------------------------------------------------------------------ reading
 
@@ -174,17 +230,37 @@ class UsageIndex:
                     for path in sorted(_walk(directory, suffix)):
                         yield source, path
 
-    def refresh(self, progress: Progress | None = None) -> set[tuple[str, str]]:
-        """Read what changed in every root; the ``(agent, session id)`` pairs that got records."""
+    def refresh(self, progress: Progress | None = None, *, workers: int = 1) -> set[tuple[str, str]]:
+        """Read what changed in every root; the ``(agent, session id)`` pairs that got records.
+
+        ``workers`` > 1 reads the files in that many worker processes (``sessiond stats``'s
+        first build; the daemon reads in one thread, beside serving): parsing runs in
+        parallel, the records are stored here in the files' order."""
         found = list(self.files())
+        plans = [plan for source, path in found if (plan := self._plan(source, path)) is not None]
+        self._forget_missing({str(path) for _, path in found})
         changed: set[tuple[str, str]] = set()
-        seen: set[str] = set()
-        for n, (source, path) in enumerate(found):
-            seen.add(str(path))
-            changed |= self.update(source, path)
-            if progress is not None:
-                progress(n + 1, len(found))
-        self._forget_missing(seen)
+        total = len(plans)
+        if progress is not None:
+            progress(0, total)
+        reads: Iterator[_Read]
+        pool = None
+        if workers > 1 and total >= PARALLEL_FROM:
+            import multiprocessing  # noqa: PLC0415
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+            pool = ProcessPoolExecutor(min(workers, total), mp_context=multiprocessing.get_context("spawn"))
+            reads = pool.map(_read_plan, plans, chunksize=max(1, min(16, total // (workers * 8))))
+        else:
+            reads = (_read_plan(plan) for plan in plans)
+        try:
+            for n, (plan, read) in enumerate(zip(plans, reads, strict=True)):
+                changed |= self._commit(plan, read)
+                if progress is not None:
+                    progress(n + 1, total)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         return changed
 
     def source_of(self, path: Path) -> Source | None:
@@ -210,15 +286,22 @@ class UsageIndex:
 
     def update(self, source: Source, path: Path) -> set[tuple[str, str]]:
         """Read ``path`` from where it was left (or whole); the sessions that got records."""
+        plan = self._plan(source, path)
+        if plan is None:
+            return set()
+        return self._commit(plan, read_file(plan.source, plan.path, plan.offset, plan.head, plan.state))
+
+    def _plan(self, source: Source, path: Path) -> _Plan | None:
+        """What to read of ``path`` (``None``: nothing changed; a file that went is forgotten)."""
         key = str(path)
         try:
             st = os.stat(path)
         except OSError:
             with self._tx():
                 self._drop_file(key)
-            return set()
+            return None
         if not stat.S_ISREG(st.st_mode):
-            return set()
+            return None
         sig = (st.st_size, st.st_mtime_ns, st.st_ino)
         if source.format == "opencode" and path.name == opencode.DB_NAME:
             sig = _db_signature(path)
@@ -227,8 +310,7 @@ class UsageIndex:
                 "SELECT size, mtime_ns, inode, offset, head, state FROM files WHERE path = ?", (key,)
             ).fetchone()
         if row is not None and tuple(row[:3]) == sig:
-            return set()
-        offset, state, head = 0, {}, b""
+            return None
         grown = (
             row is not None
             and source.format != "opencode"
@@ -237,78 +319,22 @@ class UsageIndex:
             and _head(path, len(row[4])) == row[4]
         )
         if grown:
-            offset, head, state = row[3], row[4], orjson.loads(row[5])
-        sessions: dict[str, SessionInfo] = {}
-        records, offset, head = self._read(source, path, offset, head, state, sessions)
+            return _Plan(source, path, sig, True, False, row[3], row[4], orjson.loads(row[5]))
+        return _Plan(source, path, sig, False, row is not None, 0, b"", {})
+
+    def _commit(self, plan: _Plan, read: _Read) -> set[tuple[str, str]]:
+        records, offset, head, state, sessions = read
+        key = str(plan.path)
         with self._tx():
-            if row is not None and not grown:
+            if plan.known and not plan.grown:
                 self._drop_file(key)  # rewritten, replaced or shrunk: read whole again
-            self._store(source, key, records, sessions)
+            self._store(plan.source, key, records, sessions)
             self.db.execute(
                 "INSERT OR REPLACE INTO files(path, agent, size, mtime_ns, inode, offset, head, state)"
                 " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, source.name, *sig, offset, head, orjson.dumps(state).decode()),
+                (key, plan.source.name, *plan.sig, offset, head, orjson.dumps(state).decode()),
             )
-        return {(source.name, r.session_id) for r in records}
-
-    def _read(
-        self,
-        source: Source,
-        path: Path,
-        offset: int,
-        head: bytes,
-        state: dict[str, Any],
-        sessions: dict[str, SessionInfo],
-    ) -> tuple[list[Record], int, bytes]:
-        if source.format == "opencode":
-            if path.name == opencode.DB_NAME:
-                return opencode.read_database(path, sessions), 0, b""
-            found = opencode.read_message_file(path)
-            session_file = _opencode_session_file(source.path, path.parent.name)
-            if session_file is not None:
-                opencode.read_session_file(session_file, sessions)
-            return ([found] if found is not None else []), 0, b""
-        records: list[Record] = []
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            return records, offset, head
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return records, offset, head
-            if offset == 0:
-                head = f.read(HEAD)
-            f.seek(offset)
-            carry = b""
-            start = offset
-            while True:
-                chunk = f.read(CHUNK)
-                if not chunk:
-                    break
-                data = carry + chunk
-                end = data.rfind(b"\n")
-                if end < 0:
-                    carry = data
-                    continue
-                lines = _lines(data[: end + 1], start)
-                records.extend(self._parse(source, path, lines, state, sessions))
-                start += end + 1
-                carry = data[end + 1 :]
-            return records, start, head
-
-    @staticmethod
-    def _parse(
-        source: Source,
-        path: Path,
-        lines: list[tuple[int, bytes]],
-        state: dict[str, Any],
-        sessions: dict[str, SessionInfo],
-    ) -> list[Record]:
-        if source.format == "claude-code":
-            return claude.read(path, lines, sessions)
-        if source.format == "codex":
-            return codex.read(path, lines, state, sessions)
-        return pi.read(path, lines, state, sessions)
+        return {(plan.source.name, r.session_id) for r in records}
 
     def _store(
         self, source: Source, key: str, records: list[Record], sessions: dict[str, SessionInfo]
@@ -358,6 +384,92 @@ class UsageIndex:
                     self._drop_file(key)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    source: Source
+    path: Path
+    sig: tuple[int, int, int]
+    grown: bool
+    """Read on from ``offset`` (else whole)."""
+    known: bool
+    """It was read before (what it gave is dropped when it is read whole again)."""
+    offset: int
+    head: bytes
+    state: dict[str, Any]
+
+
+_Read = tuple[list[Record], int, bytes, dict[str, Any], dict[str, SessionInfo]]
+"""What reading a file gives: records, the new offset and head, its state, its sessions."""
+
+
+def _read_plan(plan: _Plan) -> _Read:
+    return read_file(plan.source, plan.path, plan.offset, plan.head, plan.state)
+
+
+def read_file(source: Source, path: Path, offset: int, head: bytes, state: dict[str, Any]) -> _Read:
+    """Read a session file from ``offset`` to its last complete line: pure, so the first build
+    can run it in worker processes."""
+    sessions: dict[str, SessionInfo] = {}
+    records, offset, head = _read_records(source, path, offset, head, state, sessions)
+    return records, offset, head, state, sessions
+
+
+def _read_records(
+    source: Source,
+    path: Path,
+    offset: int,
+    head: bytes,
+    state: dict[str, Any],
+    sessions: dict[str, SessionInfo],
+) -> tuple[list[Record], int, bytes]:
+    if source.format == "opencode":
+        if path.name == opencode.DB_NAME:
+            return opencode.read_database(path, sessions), 0, b""
+        found = opencode.read_message_file(path)
+        session_file = _opencode_session_file(source.path, path.parent.name)
+        if session_file is not None:
+            opencode.read_session_file(session_file, sessions)
+        return ([found] if found is not None else []), 0, b""
+    records: list[Record] = []
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return records, offset, head
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return records, offset, head
+        if offset == 0:
+            head = f.read(HEAD)
+        f.seek(offset)
+        carry = b""
+        start = offset
+        while True:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                break
+            data = carry + chunk
+            end = data.rfind(b"\n")
+            if end < 0:
+                carry = data
+                continue
+            records.extend(_parse(source, path, data[: end + 1], start, state, sessions))
+            start += end + 1
+            carry = data[end + 1 :]
+        return records, start, head
+
+
+def _parse(
+    source: Source,
+    path: Path,
+    data: bytes,
+    start: int,
+    state: dict[str, Any],
+    sessions: dict[str, SessionInfo],
+) -> list[Record]:
+    reader = {"claude-code": claude.read, "codex": codex.read}.get(source.format, pi.read)
+    return reader(path, data, start, state, sessions)
+
+
 def _walk(directory: Path, suffix: str) -> Iterator[Path]:
     for dirpath, _dirs, names in os.walk(directory):
         for name in names:
@@ -365,13 +477,16 @@ def _walk(directory: Path, suffix: str) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def _lines(data: bytes, start: int) -> list[tuple[int, bytes]]:
-    out = []
-    pos = 0
-    for line in data.split(b"\n"):
-        if line.strip():
-            out.append((start + pos, line))
-        pos += len(line) + 1
+def _statements(script: str) -> list[str]:
+    """The schema's statements one by one (a trigger's body holds semicolons of its own)."""
+    out: list[str] = []
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
     return out
 
 

@@ -8,20 +8,25 @@ no price for). The key is the session id and the entry id.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .records import Record, SessionInfo, count, epoch_ms, first_text, money
+from .records import Record, SessionInfo, count, epoch_ms, first_text, lines_matching, money
+
+_MARKERS = re.compile(rb'"usage"|"type":"session"|"role":"user"')
+"""The lines that matter: assistant messages (with usage), the header, prompts (for a title)."""
 
 
 def read(
-    path: Path, lines: list[tuple[int, bytes]], state: dict[str, Any], sessions: dict[str, SessionInfo]
+    path: Path, data: bytes, start: int, state: dict[str, Any], sessions: dict[str, SessionInfo]
 ) -> list[Record]:
+    """The records of ``data`` (complete lines from file offset ``start``)."""
     out: list[Record] = []
     sid: str = state.get("sid") or path.stem.rsplit("_", 1)[-1]
-    for _offset, raw in lines:
+    for _offset, raw in lines_matching(data, start, _MARKERS):
         try:
             entry = orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,6 +41,35 @@ class SessionInfo:
     session_id: str
     cwd: str | None = None
     title: str | None = None
+
+
+def lines_matching(data: bytes, start: int, pattern: re.Pattern[bytes] | bytes) -> list[tuple[int, bytes]]:
+    """The lines of ``data`` (complete lines; ``start``: the file offset of its first byte) in
+    which ``pattern`` occurs, as ``(offset, line)``, in order.
+
+    The buffer is searched, not split: most lines of a transcript (tool results, file
+    snapshots) hold no usage, and are never copied or looked at one by one. A JSON string
+    cannot hold an unescaped quote, so a marker such as ``"usage"`` only matches a key. A
+    ``bytes`` pattern is searched with ``bytes.find`` (several times faster than a regex)."""
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while True:
+        if isinstance(pattern, bytes):
+            at = data.find(pattern, pos)
+            if at < 0:
+                return out
+            found, after = at, at + len(pattern)
+        else:
+            match = pattern.search(data, pos)
+            if match is None:
+                return out
+            found, after = match.start(), match.end()
+        begin = data.rfind(b"\n", 0, found) + 1
+        end = data.find(b"\n", after)
+        if end < 0:
+            end = len(data)
+        out.append((start + begin, data[begin:end]))
+        pos = end + 1
 
 
 def count(value: Any) -> int:

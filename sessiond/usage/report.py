@@ -16,12 +16,10 @@ from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidArgumentError
-from .index import UsageIndex
-from .registry import prices_as_of
+from .index import BUCKET_MS, UsageIndex
 
 GroupBy = Literal["daily", "weekly", "monthly", "session", "model"]
 GROUPS: Final = ("daily", "weekly", "monthly", "session", "model")
-BUCKET_MS: Final = 15 * 60 * 1000
 TOKEN_FIELDS: Final = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheCreationTokens")
 
 
@@ -89,6 +87,56 @@ def run(index: UsageIndex, q: Query) -> dict[str, Any]:
     tz = zone(q.timezone)
     since = bound(q.since, tz, "since", end=False)
     until = bound(q.until, tz, "until", end=True)
+    by_time = q.group_by not in ("session", "model")
+    aligned = all(b is None or (b + (1 if b is until else 0)) % BUCKET_MS == 0 for b in (since, until))
+    if by_time and q.cwd is None and q.session_id is None and aligned:
+        sql, args = _from_buckets(q, since, until)  # the sums by 15 minutes answer it
+    else:
+        sql, args = _from_records(q, since, until)
+    with index._lock:
+        rows = index.db.execute(sql, args).fetchall()
+    if by_time:
+        label = _labeller(q.group_by, tz)
+        grouped = [(label(key), agent, model, rest) for key, agent, model, *rest in rows]
+    else:
+        grouped = [(str(key), agent, model, rest) for key, agent, model, *rest in rows]
+    out = _rows(grouped, q.breakdown or q.group_by == "model")
+    if q.group_by == "session":
+        _describe_sessions(index, out)
+    totals = empty_totals()
+    for row in out:
+        _add(
+            totals,
+            row["inputTokens"],
+            row["outputTokens"],
+            row["cacheReadTokens"],
+            row["cacheCreationTokens"],
+            row["cost"],
+            row["cost"] is not None,
+        )
+    return {"rows": out, "totals": totals, "pricesAsOf": index.prices_as_of}
+
+
+def _from_buckets(q: Query, since: int | None, until: int | None) -> tuple[str, list[Any]]:
+    where: list[str] = ["1 = 1"]
+    args: list[Any] = []
+    if since is not None:
+        where.append("bucket >= ?")
+        args.append(since // BUCKET_MS)
+    if until is not None:
+        where.append("bucket <= ?")
+        args.append(until // BUCKET_MS)
+    if q.agent is not None:
+        where.append("agent = ?")
+        args.append(q.agent)
+    sql = (
+        "SELECT bucket, agent, model, sum(input), sum(output), sum(cache_read), sum(cache_creation),"
+        f" sum(cost), sum(priced) FROM buckets WHERE {' AND '.join(where)} GROUP BY bucket, agent, model"
+    )
+    return sql, args
+
+
+def _from_records(q: Query, since: int | None, until: int | None) -> tuple[str, list[Any]]:
     where: list[str] = ["1 = 1"]
     args: list[Any] = []
     if since is not None:
@@ -109,43 +157,14 @@ def run(index: UsageIndex, q: Query) -> dict[str, Any]:
         join = " JOIN sessions s ON s.agent = r.agent AND s.session_id = r.session_id"
         where.append("(s.cwd = ? OR substr(s.cwd, 1, ?) = ?)")
         args += [cwd, len(cwd) + 1, cwd + "/"]
+    key = {"session": "r.session_id", "model": "r.model"}.get(q.group_by, f"r.ts / {BUCKET_MS}")
     cost = "coalesce(r.agent_cost, r.calc_cost)"
-    sums = (
-        f"sum(r.input), sum(r.output), sum(r.cache_read), sum(r.cache_creation), sum({cost}), count({cost})"
+    sql = (
+        f"SELECT {key}, r.agent, r.model, sum(r.input), sum(r.output), sum(r.cache_read),"
+        f" sum(r.cache_creation), sum({cost}), count({cost}) FROM records r{join}"
+        f" WHERE {' AND '.join(where)} GROUP BY {key}, r.agent, r.model"
     )
-    if q.group_by in ("session", "model"):
-        key = "r.session_id" if q.group_by == "session" else "r.model"
-        sql = (
-            f"SELECT {key}, r.agent, r.model, {sums} FROM records r{join} WHERE {' AND '.join(where)}"
-            f" GROUP BY {key}, r.agent, r.model"
-        )
-        with index._lock:
-            rows = index.db.execute(sql, args).fetchall()
-        grouped = [(str(k), agent, model, rest) for k, agent, model, *rest in rows]
-    else:
-        sql = (
-            f"SELECT r.ts / {BUCKET_MS}, r.agent, r.model, {sums} FROM records r{join}"
-            f" WHERE {' AND '.join(where)} GROUP BY r.ts / {BUCKET_MS}, r.agent, r.model"
-        )
-        with index._lock:
-            rows = index.db.execute(sql, args).fetchall()
-        label = _labeller(q.group_by, tz)
-        grouped = [(label(bucket), agent, model, rest) for bucket, agent, model, *rest in rows]
-    out = _rows(grouped, q.breakdown or q.group_by == "model")
-    if q.group_by == "session":
-        _describe_sessions(index, out)
-    totals = empty_totals()
-    for row in out:
-        _add(
-            totals,
-            row["inputTokens"],
-            row["outputTokens"],
-            row["cacheReadTokens"],
-            row["cacheCreationTokens"],
-            row["cost"],
-            row["cost"] is not None,
-        )
-    return {"rows": out, "totals": totals, "pricesAsOf": prices_as_of()}
+    return sql, args
 
 
 def _labeller(group_by: str, tz: tzinfo) -> Any:

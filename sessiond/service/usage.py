@@ -23,6 +23,7 @@ import anyio
 
 from ..usage.index import DB_FILE, Source, UsageIndex
 from ..usage.prices import PriceBook
+from ..usage.registry import registry_window
 from ..usage.report import Query, run, today_totals, zone
 from .config import Config
 from .hub import Hub
@@ -82,6 +83,9 @@ class UsageFeed:
 
     async def run(self) -> None:
         """Build the records once, then follow changes until cancelled."""
+        # The model registry takes ~0.5 s to import: here, off the loop, rather than on the
+        # first usage_update that needs a context window.
+        await anyio.to_thread.run_sync(registry_window, "claude-sonnet-4-5")
         index = await self.index()
 
         def report(done: int, total: int) -> None:

@@ -188,6 +188,13 @@ class UsageIndex:
         fingerprint = self.prices.fingerprint
         if self._meta("prices") == fingerprint:
             return
+        with self._lock:
+            empty = self.db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None
+        if empty:  # nothing to price: the registry is not even imported (a fresh store)
+            with self._tx():
+                self._set_meta("prices", fingerprint)
+                self.db.execute("DELETE FROM meta WHERE key = 'pricesAsOf'")
+            return
         with self._tx():
             rows = self.db.execute(
                 "SELECT agent, key, model, ts, input, output, cache_read, cache_creation, cache_5m, cache_1h"
@@ -207,7 +214,11 @@ class UsageIndex:
         a report needs not import the registry)."""
         with self._lock:
             stored = self._meta("pricesAsOf")
-        return stored if stored is not None else prices_as_of()
+        if stored is None:
+            stored = prices_as_of()
+            with self._tx():
+                self._set_meta("pricesAsOf", stored)
+        return stored
 
     # ------------------------------------------------------------------ reading
 

@@ -90,15 +90,19 @@ def run(index: UsageIndex, q: Query) -> dict[str, Any]:
     by_time = q.group_by not in ("session", "model")
     aligned = all(b is None or (b + (1 if b is until else 0)) % BUCKET_MS == 0 for b in (since, until))
     if by_time and q.cwd is None and q.session_id is None and aligned:
-        sql, args = _from_buckets(q, since, until)  # the sums by 15 minutes answer it
-    else:
+        with index._lock:  # the sums by 15 minutes, summed again by local period in SQLite
+            rows = _by_period(index, q, tz, since, until)
+        grouped = [(str(key), agent, model, rest) for key, agent, model, *rest in rows]
+    elif by_time:
         sql, args = _from_records(q, since, until)
-    with index._lock:
-        rows = index.db.execute(sql, args).fetchall()
-    if by_time:
+        with index._lock:
+            rows = index.db.execute(sql, args).fetchall()
         label = _labeller(q.group_by, tz)
         grouped = [(label(key), agent, model, rest) for key, agent, model, *rest in rows]
     else:
+        sql, args = _from_records(q, since, until)
+        with index._lock:
+            rows = index.db.execute(sql, args).fetchall()
         grouped = [(str(key), agent, model, rest) for key, agent, model, *rest in rows]
     out = _rows(grouped, q.breakdown or q.group_by == "model")
     if q.group_by == "session":
@@ -117,23 +121,43 @@ def run(index: UsageIndex, q: Query) -> dict[str, Any]:
     return {"rows": out, "totals": totals, "pricesAsOf": index.prices_as_of}
 
 
-def _from_buckets(q: Query, since: int | None, until: int | None) -> tuple[str, list[Any]]:
-    where: list[str] = ["1 = 1"]
-    args: list[Any] = []
+def _by_period(index: UsageIndex, q: Query, tz: tzinfo, since: int | None, until: int | None) -> list[Any]:
+    """Sum the 15-minute buckets by local day, week or month inside SQLite: a temporary table
+    holds each local day's first and last bucket and its period's label (a few hundred rows a
+    year, DST included), joined on the buckets' key range (``CROSS JOIN``: the periods outside,
+    so each is a range of the buckets' primary key) — Python sees one row per period, agent and
+    model, not every bucket."""
+    db = index.db
+    lo, hi = db.execute("SELECT min(bucket), max(bucket) FROM buckets").fetchone()
+    if lo is None:
+        return []
     if since is not None:
-        where.append("bucket >= ?")
-        args.append(since // BUCKET_MS)
+        lo = max(lo, since // BUCKET_MS)
     if until is not None:
-        where.append("bucket <= ?")
-        args.append(until // BUCKET_MS)
+        hi = min(hi, until // BUCKET_MS)
+    if lo > hi:
+        return []
+    label = _labeller(q.group_by, tz)
+    day = datetime.fromtimestamp(lo * BUCKET_MS / 1000, tz).date()
+    last = datetime.fromtimestamp(hi * BUCKET_MS / 1000, tz).date()
+    days: list[tuple[str, int, int]] = []
+    while day <= last:
+        start = int(datetime.combine(day, time(), tz).timestamp() * 1000) // BUCKET_MS
+        following = int(datetime.combine(day + timedelta(days=1), time(), tz).timestamp() * 1000) // BUCKET_MS
+        days.append((label(start), max(start, lo), min(following - 1, hi)))
+        day += timedelta(days=1)
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS periods(label TEXT NOT NULL, lo INTEGER, hi INTEGER)")
+    db.execute("DELETE FROM periods")
+    db.executemany("INSERT INTO periods VALUES(?, ?, ?)", days)
+    where, args = "", []
     if q.agent is not None:
-        where.append("agent = ?")
-        args.append(q.agent)
-    sql = (
-        "SELECT bucket, agent, model, sum(input), sum(output), sum(cache_read), sum(cache_creation),"
-        f" sum(cost), sum(priced) FROM buckets WHERE {' AND '.join(where)} GROUP BY bucket, agent, model"
-    )
-    return sql, args
+        where, args = " AND b.agent = ?", [q.agent]
+    return db.execute(
+        "SELECT p.label, b.agent, b.model, sum(b.input), sum(b.output), sum(b.cache_read),"
+        " sum(b.cache_creation), sum(b.cost), sum(b.priced) FROM periods p CROSS JOIN buckets b"
+        f" ON b.bucket BETWEEN p.lo AND p.hi{where} GROUP BY p.label, b.agent, b.model",
+        args,
+    ).fetchall()
 
 
 def _from_records(q: Query, since: int | None, until: int | None) -> tuple[str, list[Any]]:

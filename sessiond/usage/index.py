@@ -39,6 +39,9 @@ CHUNK: Final = 8 << 20
 """Bytes read at a time from a growing file."""
 PARALLEL_FROM: Final = 32
 """Files to read before worker processes pay for their start (about 0.3 s each)."""
+MAX_LINE: Final = 64 << 20
+"""A longer line (a pasted file, a runaway writer) is skipped, never held whole: no usage
+record is that large, and memory stays bounded by this and :data:`CHUNK`."""
 HEAD: Final = 64
 """Bytes of a file's start remembered to tell an append from a rewrite."""
 
@@ -452,20 +455,35 @@ def _read_records(
         if offset == 0:
             head = f.read(HEAD)
         f.seek(offset)
-        carry = b""
-        start = offset
+        pending: list[bytes] = []  # the pieces of a line not finished yet
+        held = 0
+        skipping = False  # inside a line longer than MAX_LINE: dropped up to its end
+        start = pos = offset  # start: the first byte not consumed; pos: where this chunk starts
         while True:
             chunk = f.read(CHUNK)
             if not chunk:
                 break
-            data = carry + chunk
-            end = data.rfind(b"\n")
+            end = chunk.rfind(b"\n")
             if end < 0:
-                carry = data
+                if skipping:
+                    start = pos + len(chunk)
+                else:
+                    pending.append(chunk)
+                    held += len(chunk)
+                    if held > MAX_LINE:
+                        skipping, pending, held, start = True, [], 0, pos + len(chunk)
+                pos += len(chunk)
                 continue
-            records.extend(_parse(source, path, data[: end + 1], start, state, sessions))
-            start += end + 1
-            carry = data[end + 1 :]
+            if skipping:
+                first = chunk.find(b"\n") + 1
+                body, body_start = chunk[first : end + 1], pos + first
+                skipping = False
+            else:
+                body, body_start = b"".join([*pending, chunk[: end + 1]]), start
+            records.extend(_parse(source, path, body, body_start, state, sessions))
+            pending, held = [chunk[end + 1 :]], len(chunk) - end - 1
+            start = pos + end + 1
+            pos += len(chunk)
         return records, start, head
 
 

@@ -365,3 +365,25 @@ def test_the_sums_by_quarter_hour_stay_equal_to_the_records(tmp_path: Path) -> N
     fast, slow = both()
     assert fast == slow
     index.close()
+
+
+def test_a_huge_line_is_skipped_without_being_held_and_reading_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "CHUNK", 1 << 10)
+    monkeypatch.setattr(index_module, "MAX_LINE", 4 << 10)
+    index, path = claude_index(tmp_path)
+    before = session_totals(index)["outputTokens"]
+    with open(path, "ab") as f:
+        f.write(claude_line("msg_huge", 1000)[:-2] + b" " * (20 << 10) + b"}\n")  # over MAX_LINE
+        f.write(claude_line("msg_after", 7))
+    index.update_path(path)
+    assert session_totals(index)["outputTokens"] == before + 7
+    with open(path, "ab") as f:  # a line still growing past the limit, then a normal one
+        f.write(b'{"type":"assistant","x":"' + b"y" * (10 << 10))
+    index.update_path(path)
+    with open(path, "ab") as f:
+        f.write(b'"}\n' + claude_line("msg_last", 11))
+    index.update_path(path)
+    assert session_totals(index)["outputTokens"] == before + 7 + 11
+    index.close()

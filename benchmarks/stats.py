@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -120,10 +121,22 @@ def _env(home: Path, store: Path) -> dict[str, str]:
     }
 
 
+CPU: dict[tuple[str, ...], float] = {}
+"""CPU seconds (user + system, the process and the workers it waited for) of each command run."""
+
+
 def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, Any]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, check=True)
-    return time.perf_counter() - start, json.loads(done.stdout)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU[tuple(argv)] = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, json.loads(done.stdout)
+
+
+def _cpu_of_last() -> float:
+    return list(CPU.values())[-1]
 
 
 def _ours(env: dict[str, str]) -> tuple[float, Any]:
@@ -149,11 +162,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env = _env(home, store)
     log(f"stats: corpus {corpus_bytes / MIB:.0f} MiB; ccusage (cold)")
     theirs = _theirs(env)
+    theirs_cpu = _cpu_of_last() if theirs else None
     log("stats: sessiond cold")
     cold_s, ours = _ours(env)
+    cold_cpu = _cpu_of_last()
     log("stats: sessiond warm")
     warm_s, ours_again = _ours(env)
+    warm_cpu = _cpu_of_last()
     theirs_warm = _theirs(env)
+    theirs_warm_cpu = _cpu_of_last() if theirs_warm else None
     equal = None
     if theirs is not None:
         mine = {r["period"]: r["totalTokens"] for r in ours["rows"]}
@@ -166,7 +183,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "files": sum(1 for _ in (home / "projects").rglob("*.jsonl")),
         "records": ours["totals"]["totalTokens"],
         "coldSeconds": cold_s,
+        "coldCpuSeconds": cold_cpu,
         "warmSeconds": warm_s,
+        "warmCpuSeconds": warm_cpu,
+        "ccusageColdCpuSeconds": theirs_cpu,
+        "ccusageWarmCpuSeconds": theirs_warm_cpu,
         "warmReportMs": report_ms,
         "ccusageColdSeconds": theirs[0] if theirs else None,
         "ccusageWarmSeconds": theirs_warm[0] if theirs_warm else None,
@@ -237,10 +258,15 @@ def report(d: dict[str, Any]) -> None:
     def secs(x: float | None) -> str:
         return "—" if x is None else f"{x:.2f}s"
 
+    rows = [
+        ("cold (first build) + daily", d["coldSeconds"], d["ccusageColdSeconds"]),
+        ("warm daily (process)", d["warmSeconds"], d["ccusageWarmSeconds"]),
+        ("cold, CPU (user + system)", d["coldCpuSeconds"], d["ccusageColdCpuSeconds"]),
+        ("warm, CPU (user + system)", d["warmCpuSeconds"], d["ccusageWarmCpuSeconds"]),
+    ]
     print(f"{'':32} {'sessiond':>10} {'ccusage':>10}")
-    cold = secs(d["coldSeconds"])
-    print(f"{'cold (first build) + daily':32} {cold:>10} {secs(d['ccusageColdSeconds']):>10}")
-    print(f"{'warm daily (process)':32} {secs(d['warmSeconds']):>10} {secs(d['ccusageWarmSeconds']):>10}")
+    for name, ours, theirs in rows:
+        print(f"{name:32} {secs(ours):>10} {secs(theirs):>10}")
     print(f"{'warm daily (report, in-process)':32} {d['warmReportMs']:>8.1f}ms")
     print(f"CPU to reflect one appended response: {d['appendCpuMs']:.3f} ms (mean of {d['appends']})")
     print(f"same daily totals as ccusage: {d['sameDailyTotals']}; warm == cold: {d['sameAsBefore']}")
@@ -263,6 +289,13 @@ def extract(d: dict[str, Any]) -> Extract:
         "ms",
         "ccusage, same files",
         None if d["ccusageWarmSeconds"] is None else d["ccusageWarmSeconds"] * 1e3,
+    )
+    e.add(
+        f"daily report cold, CPU, {size}",
+        d["coldCpuSeconds"] * 1e3,
+        "ms",
+        "ccusage, same files",
+        None if d["ccusageColdCpuSeconds"] is None else d["ccusageColdCpuSeconds"] * 1e3,
     )
     e.add(f"daily report warm (in-process), {size}", d["warmReportMs"], "ms", goal=GOALS[1])
     e.add("CPU to reflect one appended response", d["appendCpuMs"], "ms", goal=GOALS[2])

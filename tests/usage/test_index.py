@@ -387,3 +387,32 @@ def test_a_huge_line_is_skipped_without_being_held_and_reading_goes_on(
     index.update_path(path)
     assert session_totals(index)["outputTokens"] == before + 7 + 11
     index.close()
+
+
+def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "PARALLEL_FROM", 1)
+    index, path = claude_index(tmp_path)  # the first build, in bulk
+    assert index.db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0] == 3
+    fast = run(index, Query("daily", timezone="UTC", breakdown=True))["rows"]
+    slow = run(index, Query("daily", timezone="UTC", breakdown=True, since="2000-01-01T00:00:00.001Z"))[
+        "rows"
+    ]
+    assert fast == slow and fast
+    # a build killed midway: triggers gone, sums incomplete, the mark left behind
+    for trigger in index_module.TRIGGERS:
+        index.db.execute(f"DROP TRIGGER {trigger}")
+    index.db.execute("DELETE FROM buckets")
+    index.db.execute("INSERT INTO meta VALUES('buckets', 'stale')")
+    index.close()
+    again, _ = claude_index(tmp_path)
+    assert run(again, Query("daily", timezone="UTC", breakdown=True))["rows"] == fast
+    with open(path, "ab") as f:
+        f.write(claude_line("msg_after_reopen", 5))
+    again.update_path(path)
+    assert (
+        run(again, Query("daily", timezone="UTC"))["totals"]["outputTokens"]
+        == sum(r["outputTokens"] for r in fast) + 5
+    )
+    again.close()

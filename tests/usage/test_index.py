@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from sessiond.errors import InvalidArgumentError
+from sessiond.service.config import ConfigError, load_config
 from sessiond.usage import index as index_module
 from sessiond.usage.index import Source, UsageIndex
 from sessiond.usage.prices import PriceBook
@@ -416,3 +417,25 @@ def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
         == sum(r["outputTokens"] for r in fast) + 5
     )
     again.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("prices = 3", "prices"),
+        ('[prices."m"]\ninput = 1.0', "prices.m"),
+        ('[prices."m"]\ninput = 1.0\noutput = -2', "prices.m.output"),
+        ('[prices."m"]\ninput = 1.0\noutput = 2\ncache_reads = 1', "prices.m"),
+    ],
+)
+def test_a_bad_prices_table_is_refused_naming_the_field(tmp_path: Path, text: str, field: str) -> None:
+    (tmp_path / "c.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config({"SESSIOND_CONFIG": str(tmp_path / "c.toml")}, root=tmp_path / "store")
+    assert caught.value.data["field"] == field
+
+
+def test_prices_from_the_config_reach_the_records(tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text('[prices."my-*"]\ninput = 1\noutput = 2\ncache_read = 0.5\n')
+    config = load_config({"SESSIOND_CONFIG": str(tmp_path / "c.toml")}, root=tmp_path / "store")
+    assert config.prices == {"my-*": {"input": 1.0, "output": 2.0, "cache_read": 0.5}}

@@ -42,6 +42,16 @@ COST_EXPLAINED: dict[tuple[str, str], str] = {
 }
 """Cost differences over 1% that docs/usage.md explains (price tables, not counting)."""
 
+SESSIONS_EXPLAINED: dict[tuple[str, str], str] = {
+    ("codex", "01a245a8-d048-78f1-95c1-571248d3902f"): (
+        "a Codex 0.169 `codex exec fork` (paginated history: nothing of the parent is replayed) whose "
+        "own resumed turn made two model calls; ccusage 20.0.24 leaves the fork out entirely, sessiond "
+        "counts its calls (docs/usage.md, Compared with ccusage)"
+    ),
+}
+"""Sessions ccusage does not count and sessiond does, each explained in docs/usage.md: their
+usage is taken out of sessiond's numbers before comparing, and everything else must be equal."""
+
 Tokens = tuple[int, int, int, int]
 
 
@@ -106,14 +116,33 @@ def their_breakdowns(agent: str, entry: dict[str, Any]) -> dict[str, tuple[Token
     return out
 
 
-def our_rows(
-    index: UsageIndex, agent: str, group_by: str
-) -> dict[tuple[str, str], tuple[Tokens, float | None]]:
-    result = run(index, Query(group_by=group_by, agent=agent, timezone="UTC", breakdown=True))
-    out = {}
-    for r in result["rows"]:
+Rows = dict[tuple[str, str], tuple[Tokens, float | None]]
+
+
+def our_rows(index: UsageIndex, agent: str, group_by: str) -> Rows:
+    """sessiond's numbers, without the sessions ccusage is known not to count."""
+    out: Rows = {}
+    for r in run(index, Query(group_by=group_by, agent=agent, timezone="UTC", breakdown=True))["rows"]:
         tokens = (r["inputTokens"], r["outputTokens"], r["cacheReadTokens"], r["cacheCreationTokens"])
         out[r["period"], r["model"]] = (tokens, r["cost"])
+    for (where, sid), _reason in SESSIONS_EXPLAINED.items():
+        if where != agent:
+            continue
+        query = Query(group_by=group_by, agent=agent, timezone="UTC", breakdown=True, session_id=sid)
+        own = run(index, query)["rows"]
+        assert own, f"{sid}: the explained session has usage here"
+        for r in own:
+            key = (r["period"], r["model"])
+            tokens = (r["inputTokens"], r["outputTokens"], r["cacheReadTokens"], r["cacheCreationTokens"])
+            before, cost = out.pop(key)
+            rest = (
+                before[0] - tokens[0],
+                before[1] - tokens[1],
+                before[2] - tokens[2],
+                before[3] - tokens[3],
+            )
+            if any(rest):
+                out[key] = (rest, None if cost is None or r["cost"] is None else cost - r["cost"])
     return out
 
 

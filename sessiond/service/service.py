@@ -379,6 +379,8 @@ class Service:
 
     async def stats_query(self, p: M.StatsQueryParams) -> M.StatsQueryResult:
         """``stats/query``: the usage records grouped as asked (docs/usage.md)."""
+        if p.sessionId is not None:
+            await self._known_session(p.sessionId)
         query = Query(p.groupBy, p.agent, p.cwd, p.since, p.until, p.timezone, p.breakdown, p.sessionId)
         return M.StatsQueryResult.model_construct(**(await self.stats.query(query)))
 
@@ -386,6 +388,8 @@ class Service:
         self, user: Peer, session_id: str | None, timezone: str | None
     ) -> M.StatsUpdateResult:
         """``stats/subscribe``: ``stats_update`` to ``user`` from now on; the numbers now."""
+        if session_id is not None:
+            await self._known_session(session_id)
         return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
 
     async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
@@ -420,6 +424,13 @@ class Service:
                 "leafId": leaf_id if leaf_id is not None else source.leaf_id,
             },
         )
+
+    async def _known_session(self, session_id: str) -> None:
+        """A session the stats may name: open, in a root, or with usage records (a Claude Code
+        parent only its sub-agents' files name); else ``SessionNotFoundError``."""
+        if session_id in self.registry.hosts or await self.stats.knows(session_id):
+            return
+        await anyio.to_thread.run_sync(self.catalog.find, session_id)
 
     async def configure(self, user: Peer, session_id: str, context_window: int | None) -> M.ConfigureResult:
         host = await self.registry.host(session_id, user)

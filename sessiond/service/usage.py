@@ -122,6 +122,11 @@ class UsageFeed:
         result["indexing"] = {"done": progress[0], "total": progress[1]} if progress is not None else None
         return result
 
+    async def knows(self, session_id: str) -> bool:
+        """Whether any usage record belongs to the session."""
+        index = await self.index()
+        return await anyio.to_thread.run_sync(index.knows, session_id)
+
     async def subscribe(self, peer: Peer, session_id: str | None, timezone: str | None) -> dict[str, Any]:
         """Send ``peer`` ``stats_update`` from now on (replacing its earlier subscription);
         the current numbers are the answer."""

@@ -316,6 +316,12 @@ class UsageIndex:
                 pool.shutdown(cancel_futures=True)
         return changed
 
+    def knows(self, session_id: str) -> bool:
+        """Whether any record belongs to the session."""
+        with self._lock:
+            found = self.db.execute("SELECT 1 FROM records WHERE session_id = ? LIMIT 1", (session_id,))
+            return found.fetchone() is not None
+
     def source_of(self, path: Path) -> Source | None:
         """The source a path belongs to (the longest matching root)."""
         best: Source | None = None

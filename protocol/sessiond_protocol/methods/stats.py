@@ -95,7 +95,7 @@ METHODS: dict[str, MethodSpec] = {
             StatsQueryResult,
             "Tokens and cost of every agent's sessions by day, week, month, session or model (what "
             "`sessiond stats` prints).",
-            (C.INVALID_PARAMS,),
+            (C.INVALID_PARAMS, C.SESSION_NOT_FOUND),
             {"groupBy": "daily", "since": "2026-07-01", "timezone": "Europe/Berlin", "breakdown": True},
             {
                 "rows": [
@@ -114,7 +114,7 @@ METHODS: dict[str, MethodSpec] = {
             "arrives, at most every 0.2 s: today's totals, and the named session's. Replaces an earlier "
             "subscription; the answer is the numbers now. The envelope's `sessionId` is the named session, "
             'or `""`.',
-            (C.INVALID_PARAMS,),
+            (C.INVALID_PARAMS, C.SESSION_NOT_FOUND),
             {"sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "timezone": "Europe/Berlin"},
             {"today": _TOTALS, "sessionId": "019ad3e1-7c4e-7a51-9d2b-5be0c1a4f001", "session": _TOTALS},
         ),

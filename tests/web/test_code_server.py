@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from sessiond_protocol.methods import METHODS
 from tests.harness.daemon import start_daemon
 from tests.web.scenario import build
 from tests.web.test_viewer_e2e import find_session_file
@@ -247,6 +249,10 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
         assert seen["rewindQuestion"].startswith("Rewind "), seen["rewindQuestion"]
         assert seen["gaugeBefore"] != seen["gaugeAfter"], seen
         assert "75% · 60k/80k" in seen["gaugeAfter"], seen["gaugeAfter"]
+        if "stats/query" in METHODS:
+            assert re.fullmatch(r"\$\d+\.\d\d today", seen["cost"] or ""), seen["cost"]
+        else:
+            assert seen["cost"] is None, seen["cost"]
         print(
             f"code-server run: {time.monotonic() - started:.1f} s "
             f"(code-server ready after {ready - started:.1f} s; steps {seen['steps']})"

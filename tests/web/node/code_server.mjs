@@ -143,6 +143,13 @@ try {
     result.gaugeBefore,
   );
   result.gaugeAfter = (await gauge.innerText()).trim();
+  // today's cost beside it, where the daemon has stats/query
+  result.cost = await page
+    .locator(".statusbar-item", { hasText: / today$/ })
+    .first()
+    .innerText({ timeout: 5_000 })
+    .then((t) => t.trim())
+    .catch(() => null);
   step("gauge", { before: result.gaugeBefore, after: result.gaugeAfter });
   await shot(page, "gauge");
 } catch (err) {

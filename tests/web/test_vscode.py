@@ -64,6 +64,8 @@ def npm_run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str
 async def test_the_extension_against_a_real_daemon(tmp_path: Path) -> None:
     built = npm_run("tsc", "-p", "tsconfig.test.json")
     assert built.returncode == 0, built.stdout + built.stderr
+    # Codex's sessions too (CODEX_HOME is <tmp>/codex): the agent the view used to call "sessiond"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "codex" / "synthetic-home", tmp_path / "codex")
     daemon = start_daemon(tmp_path)
     try:
         scenario = await build(daemon, tmp_path)

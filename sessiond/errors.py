@@ -318,7 +318,9 @@ class AuthenticationError(SessiondError):
     error_code = ErrorCode.INVALID_REQUEST
 
     def __init__(self) -> None:
-        super().__init__("Authentication failed: initialize needs the authToken of this server")
+        super().__init__(
+            "Authentication failed: initialize needs the authToken of this server", field="authToken"
+        )
 
 
 class ProtocolVersionError(SessiondError):

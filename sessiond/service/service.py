@@ -29,6 +29,7 @@ from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
 from ..store.backend import open_store
 from ..store.journal import Durability
+from ..store.layout import check_cwd_fits
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
 from ..store.session import PendingAppend, Session
@@ -133,6 +134,7 @@ class Service:
     ) -> M.NewResult:
         if not os.path.isabs(cwd):
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        check_cwd_fits(cwd)
         if session_id is None:
             session = await self._create(cwd, None, parent_session)
             host = self.registry.adopt(session, user=user)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ..errors import InvalidSessionIdError, PathEscapeError
+from ..errors import InvalidArgumentError, InvalidSessionIdError, PathEscapeError
 
 SESSION_ID_RE: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -42,6 +42,23 @@ def encode_cwd(cwd: str) -> str:
     resolved = resolve_cwd(cwd)
     body = resolved[1:] if resolved[:1] in ("/", "\\") else resolved
     return "--" + body.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
+
+
+MAX_NAME_BYTES: Final = 255
+"""The longest file or directory name Linux, macOS and Windows file systems take (in bytes)."""
+
+
+def check_cwd_fits(cwd: str) -> None:
+    """Refuse a ``cwd`` whose store directory name (:func:`encode_cwd`) the file system cannot
+    create: -32602 naming ``cwd`` before anything is written, not a storage error from
+    ``mkdir`` ("File name too long") that reads like a broken disk."""
+    size = len(encode_cwd(cwd).encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidArgumentError(
+            f"cwd is too long for a session directory: its name would be {size} bytes, "
+            f"the file system takes at most {MAX_NAME_BYTES}",
+            field="cwd",
+        )
 
 
 def resolve_cwd(cwd: str) -> str:

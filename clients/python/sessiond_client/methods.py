@@ -42,7 +42,7 @@ class Methods:
         protocol version (:class:`~sessiond_client.errors.ProtocolVersionMismatch`).
 
         Args:
-            protocol_version: The protocol version the client speaks (1).
+            protocol_version: The protocol version the client speaks (1); a number, never a string.
             auth_token: Required on TCP: the content of the server's token file.
         """
         result: M.InitializeResult = await self._call("initialize", locals())

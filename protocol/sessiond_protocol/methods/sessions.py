@@ -16,6 +16,7 @@ from ..models import (
     EntrySpec,
     Open,
     Params,
+    PathText,
     Result,
     SessionId,
     SessionSummary,
@@ -25,9 +26,9 @@ from .base import EXAMPLE_SESSION_ID, SESSION_ERRORS, WRITE_ERRORS, EmptyResult,
 
 
 class NewParams(Params):
-    cwd: str = Field(min_length=1, description="Absolute working directory of the session.")
+    cwd: PathText = Field(min_length=1, description="Absolute working directory of the session.")
     sessionId: SessionId | None = Field(None, description="A custom id (Pi's rule); default a UUIDv7.")
-    parentSession: str | None = Field(
+    parentSession: PathText | None = Field(
         None, description="Path of the session this one continues (header field)."
     )
     subscribe: bool = Field(False, description="Also subscribe this connection to the session's updates.")
@@ -59,7 +60,7 @@ class LoadResult(Result):
 
 
 class ListParams(WorkDone):
-    cwd: str | None = Field(None, description="Only the sessions of this working directory.")
+    cwd: PathText | None = Field(None, description="Only the sessions of this working directory.")
     root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = Field(
         None, description="Only this root."
     )

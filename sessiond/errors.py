@@ -284,12 +284,23 @@ class SummarizerUnavailableError(SessiondError):
 
 
 class ReadOnlySessionError(SessiondError):
-    """A write to a session sessiond only reads (another agent's transcript)."""
+    """A write to a session sessiond only reads (another agent's transcript).
+
+    The refusal names the way forward, in the message and as ``data.hint`` (a command a client
+    can show or run): ``sessiond export`` copies the session into the store as a Pi session,
+    which takes every write."""
 
     error_code = ErrorCode.READ_ONLY
 
     def __init__(self, session_id: str, reason: str) -> None:
-        super().__init__(f"Session {session_id} is read-only: {reason}", sessionId=session_id, reason=reason)
+        hint = f"sessiond export {session_id}"
+        super().__init__(
+            f"Session {session_id} is read-only: {reason}. To change it, copy it into sessiond's "
+            f"store first: {hint}",
+            sessionId=session_id,
+            reason=reason,
+            hint=hint,
+        )
         self.session_id = session_id
         self.reason = reason
 

@@ -232,6 +232,9 @@ class SessionSummary(Result):
         description="Where it lives: `sessiond` (the store), `pi`, `claude`, `codex`, `opencode`.",
     )
     readOnly: bool = Field(False, description="Another agent's file: sessiond reads it, never writes it.")
+    exportOf: str | None = Field(
+        None, description="The id of the session this one is an export of (`sessiond export`), else null."
+    )
 
 
 class TreeNode(Result):

@@ -182,7 +182,9 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
             when(s.get("updatedAt")),
             str(s.get("messageCount", "")),
             s.get("format", "pi"),
-            s.get("root", "sessiond") + (" (ro)" if s.get("readOnly") else ""),
+            s.get("root", "sessiond")
+            + (" (ro)" if s.get("readOnly") else "")
+            + (f" (export of {s['exportOf'][:8]})" if s.get("exportOf") else ""),
         )
     out.show(table)
     if next_cursor is not None:

@@ -157,6 +157,7 @@ def summary(listed: Listed) -> dict[str, Any]:
         "format": root.format,
         "root": root.name,
         "readOnly": not root.writable,
+        "exportOf": info.export_of,
     }
 
 

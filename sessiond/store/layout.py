@@ -61,8 +61,19 @@ def check_cwd_fits(cwd: str) -> None:
         )
 
 
+_WINDOWS_ABSOLUTE: Final = re.compile(r"[A-Za-z]:[\\/]|\\\\")
+"""``D:\\dir``, ``D:/dir`` or ``\\\\server\\share``: a cwd recorded on Windows."""
+
+
 def resolve_cwd(cwd: str) -> str:
-    """``path.resolve(cwd)`` after ``~`` expansion: absolute and normalised, symlinks kept."""
+    """``path.resolve(cwd)`` after ``~`` expansion: absolute and normalised, symlinks kept.
+
+    A Windows path (an agent's session recorded on Windows, exported or forked here) is kept as
+    it was written: joined onto this process's current directory it would name a folder that
+    depends on where the command ran (``<cwd>/D:\\oh-my-posh``). Pi on Windows resolves it to
+    itself, so its store folder (:func:`encode_cwd`) is the one Pi there would use."""
+    if _WINDOWS_ABSOLUTE.match(cwd):
+        return cwd
     return os.path.abspath(os.path.expanduser(cwd))
 
 

@@ -24,6 +24,7 @@ from .base import (
     non_negative,
     positive,
     runner,
+    skipped_lines_warning,
 )
 from .render import (
     ROLE_STYLES,
@@ -212,6 +213,9 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
     async with open_source(args, args.session, out) as source:
         info = await source.describe()
         branch = await source.branch(args.leaf)
+    warning = skipped_lines_warning(info)
+    if warning is not None:
+        out.warn(warning)
     entries = branch.get("entries") or []
     if out.json:
         out.emit(
@@ -407,6 +411,9 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
         info = await source.describe()
         result = await source.tree()
         branch = (await source.branch(None, full=False))["entryIds"]
+    warning = skipped_lines_warning(info)
+    if warning is not None:
+        out.warn(warning)
     nodes = result["nodes"]
     leaf = result.get("leafId")
     if out.json:

@@ -125,6 +125,8 @@ class SessionInfo:
     export_of: str | None = None
     """The id of the session this one is an export of (its first entry is ``sessiond.export``;
     sessiond's own field, not Pi's), else ``None``."""
+    bad_lines: int = 0
+    """Non-blank lines that are not JSON, skipped (Pi skips them silently; ``doctor`` tells)."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase, dates as ``toISOString()`` strings (``None`` when invalid), like Pi's JSON."""
@@ -193,6 +195,7 @@ class _Fold:
     export_of: str | None = None
     entries: int = 0
     """Entries folded after the header (only whether the first one is an export marker matters)."""
+    bad_lines: int = 0
 
     def copy(self) -> _Fold:
         return _Fold(
@@ -204,6 +207,7 @@ class _Fold:
             self.first_message,
             self.export_of,
             self.entries,
+            self.bad_lines,
         )
 
     def feed(self, entry: Any) -> None:
@@ -267,6 +271,7 @@ class _Fold:
             "f": self.first_message,
             "x": self.export_of,
             "e": self.entries,
+            "b": self.bad_lines,
         }
 
     @staticmethod
@@ -275,7 +280,7 @@ class _Fold:
             raise ValueError("fold")
         status, header, name = obj["s"], obj["h"], obj["n"]
         t, count, first = obj["t"], obj["c"], obj["f"]
-        export_of, entries = obj["x"], obj["e"]
+        export_of, entries, bad = obj["x"], obj["e"], obj["b"]
         if status not in (_NEED_HEADER, _OPEN, _DEAD) or type(status) is not int:
             raise ValueError("status")
         if type(header) is not dict or not set(header) <= set(_HEADER_KEYS):
@@ -284,9 +289,14 @@ class _Fold:
             raise ValueError("strings")
         if not (t is None or type(t) in (int, float)) or type(count) is not int or count < 0:
             raise ValueError("numbers")
-        if not (export_of is None or type(export_of) is str) or type(entries) is not int:
+        if (
+            not (export_of is None or type(export_of) is str)
+            or type(entries) is not int
+            or type(bad) is not int
+        ):
             raise ValueError("export")
-        return _Fold(status, header, name, None if t is None else float(t), count, first, export_of, entries)
+        t_ms = None if t is None else float(t)
+        return _Fold(status, header, name, t_ms, count, first, export_of, entries, bad)
 
 
 def _text_content(content: Any) -> str:
@@ -336,6 +346,8 @@ def _fold_block(fold: _Fold, block: bytes) -> None:
             value = loads(line)
         except orjson.JSONDecodeError:
             value = _parse_slow(line)
+            if value is None and line.strip():
+                fold.bad_lines += 1
         if type(value) is dict or truthy(value):
             feed(value)
             if fold.status == _DEAD:
@@ -446,6 +458,7 @@ def _info(path: str, fold: _Fold, mtime_ns: int) -> SessionInfo | None:
         message_count=fold.message_count,
         first_message=fold.first_message or NO_MESSAGES,
         export_of=fold.export_of,
+        bad_lines=fold.bad_lines,
     )
 
 

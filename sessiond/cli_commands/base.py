@@ -183,8 +183,9 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
 
 STORE_HELP = "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
 SOCKET_HELP = (
-    "the daemon's Unix socket (default: for the default store $XDG_RUNTIME_DIR/sessiond/sessiond.sock "
-    "when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock)"
+    "the daemon's Unix socket (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock when $XDG_RUNTIME_DIR "
+    "is set and the store is the per-user one, $XDG_DATA_HOME/sessiond or ~/.local/share/sessiond; "
+    "for any other store, also one named by $SESSIOND_HOME or --store, <store>/run/sessiond.sock)"
 )
 
 

@@ -22,6 +22,7 @@ from ..errors import JournalBrokenError, ReadOnlySessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
+from ..store.remote import arriving
 from ..store.session import PendingAppend, ReadableSession, Session
 from . import views
 from .hub import Hub
@@ -103,11 +104,12 @@ class SessionHost:
             if pending is not None:
                 await self.complete(pending)
             return pending
-        async with self.write_order:
-            pending = await anyio.to_thread.run_sync(write, session)
-            if pending is not None:
-                await self.complete(pending)
-            return pending
+        with arriving():  # ack_wait counts from the request, queueing included (store/remote.py)
+            async with self.write_order:
+                pending = await anyio.to_thread.run_sync(write, session)
+                if pending is not None:
+                    await self.complete(pending)
+                return pending
 
     def publish(self, pending: PendingAppend) -> None:
         """Announce what ``pending`` wrote (after what another program appended just before, as

@@ -32,6 +32,7 @@ from ..store.journal import Durability
 from ..store.layout import check_cwd_fits
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
+from ..store.remote import arriving
 from ..store.session import PendingAppend, Session
 from . import views
 from .catalog import Catalog, Listed
@@ -257,13 +258,16 @@ class Service:
             # A shared log: committing waits for the cluster (a leader election may take
             # seconds), so it runs in a worker thread, one append of the host at a time, in the
             # order they arrived (the lock is fair) — the loop keeps serving everyone else.
-            async with host.write_order:
-                pending = await anyio.to_thread.run_sync(
-                    lambda: writer.begin_append(
-                        entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+            # The cluster's ack_wait counts from here, the time queued behind this session's
+            # earlier writes included (store/remote.py: arriving).
+            with arriving():
+                async with host.write_order:
+                    pending = await anyio.to_thread.run_sync(
+                        lambda: writer.begin_append(
+                            entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+                        )
                     )
-                )
-                ids = await host.complete(pending)
+                    ids = await host.complete(pending)
         self.compactor.after_append(host, ids)
         return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
 

@@ -175,7 +175,10 @@ class Service:
         host = await self.registry.host(session_id, user)
         if subscribe:
             self.subscribe(user, host)
-        return host.describe()
+        row = None
+        if host.root is not None:
+            row = await anyio.to_thread.run_sync(self.catalog.info_of, host.root, host.session.path)
+        return host.describe(row)
 
     def subscribe(self, user: Peer, host: SessionHost) -> None:
         """Subscribe ``user`` to the session's updates, starting with how full its context is."""

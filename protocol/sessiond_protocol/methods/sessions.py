@@ -57,6 +57,14 @@ class LoadResult(Result):
     format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
     root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
+    messageCount: int | None = Field(
+        None, description="The session's `messageCount` in `session/list` (the same number, by definition)."
+    )
+    firstMessage: str | None = Field(
+        None,
+        description="The session's `firstMessage` in `session/list`: the first prompt a person typed, "
+        "injected context skipped. A session's title is `name`, else this (as in the list).",
+    )
 
 
 class ListParams(WorkDone):

@@ -287,8 +287,8 @@ class ReadOnlySessionError(SessiondError):
     """A write to a session sessiond only reads (another agent's transcript).
 
     The refusal names the way forward, in the message and as ``data.hint`` (a command a client
-    can show or run): ``sessiond export`` copies the session into the store as a Pi session,
-    which takes every write."""
+    can show or run) and ``data.exportMethod`` (the request that does the same): an export
+    copies the session into the store as a Pi session, which takes every write."""
 
     error_code = ErrorCode.READ_ONLY
 
@@ -300,6 +300,7 @@ class ReadOnlySessionError(SessiondError):
             sessionId=session_id,
             reason=reason,
             hint=hint,
+            exportMethod="session/export",
         )
         self.session_id = session_id
         self.reason = reason

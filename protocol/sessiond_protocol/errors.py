@@ -66,7 +66,8 @@ ERRORS: dict[ErrorCode, str] = {
     '(`"unavailable"`), `data.reason` and `data.maybeStored` (true: the write may still reach the '
     "stream; it then shows up once, as another writer's entry).",
     ErrorCode.READ_ONLY: "The session belongs to another agent and is read-only; `data.hint` is the "
-    "command that copies it into the store, where it can be changed (`sessiond export <id>`).",
+    "command that copies it into the store, where it can be changed (`sessiond export <id>`), "
+    "`data.exportMethod` the request that does it (`session/export`).",
     ErrorCode.NOT_SAVED: "The session has no file yet (no user or assistant message was appended).",
     ErrorCode.NOT_A_SESSION: "The file is not a valid session.",
     ErrorCode.MESSAGE_TOO_LARGE: "The message exceeds the maximum message size.",

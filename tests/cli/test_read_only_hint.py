@@ -34,3 +34,4 @@ def test_a_refused_write_names_sessiond_export(cli: Cli, argv: list[str]) -> Non
     error = json.loads(done.stdout)["error"]
     assert error["rpcCode"] == -32019
     assert error["hint"] == f"sessiond export {CLAUDE_ID}"
+    assert error["exportMethod"] == "session/export"

@@ -341,7 +341,11 @@ class Daemon:
     def _refuse_logged(self, why: str) -> dict[str, Any]:
         self.refused += 1
         log.warning("refusing a connection: %s", why)
-        return {"code": -32001, "message": f"Overloaded, retry: too many connections ({why})"}
+        return {
+            "code": -32001,
+            "message": f"Overloaded, retry: too many connections ({why})",
+            "data": {"closing": True, "reason": why},
+        }
 
     def admission_status(self) -> dict[str, int | None]:
         return {

@@ -219,6 +219,12 @@ class ViewerServer:
         return {f"[{n}]:{self.port}" if ":" in n else f"{n}:{self.port}" for n in names}
 
     def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        repeated = _repeated_header(request.headers, "Host", "Origin")
+        if repeated is not None:
+            # which of two Hosts (or Origins) would count is a guess another proxy may make
+            # differently; and websockets' ``get`` raises on it (an HTTP 500 with a traceback)
+            log.info("viewer: refused a request with more than one %s header", repeated)
+            return _text(http.HTTPStatus.BAD_REQUEST, f"More than one {repeated} header.\n")
         host = request.headers.get("Host", "")
         if host.lower() not in self._allowed_hosts():
             log.warning("viewer: refused a request for host %r (DNS rebinding?)", host)
@@ -259,6 +265,14 @@ class ViewerServer:
             await self._open_connection(source, writer, f"web {where}")
         finally:
             source.feed_eof()
+
+
+def _repeated_header(headers: Headers, *names: str) -> str | None:
+    """The first of ``names`` sent more than once, if any."""
+    for name in names:
+        if len(headers.get_all(name)) > 1:
+            return name
+    return None
 
 
 def _csp(host: str) -> str:

@@ -342,6 +342,7 @@ class Daemon:
             if tcp:
                 await self.listen_tcp(tcp)
             self._follow_task = asyncio.ensure_future(self._follow())
+            self.service.search.start()
             if stdio:
                 stdio_task = asyncio.ensure_future(self.serve_stdio())
             await self._stop.wait()

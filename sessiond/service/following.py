@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,9 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
+        self.on_file_change: list[Callable[[Path], None]] = []
+        """Called with each path a watcher reported, after the change was followed (the search
+        index looks at the file again)."""
         self._sweeping: anyio.CancelScope | None = None
         """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
         :meth:`stop`)."""
@@ -216,6 +220,8 @@ class Follower:
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
+                for hook in self.on_file_change:
+                    hook(event.path)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:

@@ -44,6 +44,7 @@ from .navigation import navigate, prompt_text
 from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
+from .searching import Searching
 from .settings import SessionSettings
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
@@ -83,6 +84,10 @@ class Service:
         self.replication = Replication(registry)
         registry.on_open.append(self.replication.opened)
         registry.on_close.append(self.replication.closed)
+        self.search = Searching(config, self.catalog)
+        """The full-text index (started by the daemon: :meth:`Searching.start`)."""
+        registry.on_entries.append(self.search.entries)
+        self.follower.on_file_change.append(self.search.file_changed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's
@@ -117,6 +122,7 @@ class Service:
         return self.registry.host_at(path)
 
     def close_all(self) -> None:
+        self.search.close()
         self.registry.close_all()
         self.listing.save()
         self.store.close()
@@ -214,6 +220,7 @@ class Service:
         target = trash / f"{stamp}_{path.parent.name}_{path.name}"
         if path.exists():
             await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        self.search.removed(path)
         if self.catalog.root_of(path) is self.catalog.roots[0]:
             await anyio.to_thread.run_sync(self.store.delete, session_id)
         self.registry.forget_path(session_id)

@@ -1,0 +1,418 @@
+"""Writes and reads of the index file, synchronous: what the writer thread and the queries run.
+
+A session file's rows are replaced whole when the file was read again (rewritten, truncated,
+first seen, changed while sessiond was not running) and added to when entries were appended
+(an entry id already present is replaced, so a batch seen twice — by an append and by the read
+that followed — indexes once). Queries rank by bm25 with recency breaking ties, over at most
+:data:`MATCH_CAP` matches (the newest rows first), each query within :data:`QUERY_BUDGET_S`
+seconds of SQLite work: what keeps a one-letter prefix over a gigabyte from stalling the daemon.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .extract import Doc, entry_docs, parent_of
+from .query import like_pattern
+
+MATCH_CAP: Final = 2000
+"""Matches a query ranks at most (``total`` is capped there)."""
+QUERY_BUDGET_S: Final = 1.0
+"""Seconds of SQLite work a query may take before it answers with what it found."""
+SNIPPET_TOKENS: Final = 16
+SNIPPET_CHARS: Final = 160
+START, END = "\x02", "\x03"
+_STRIP_MARKERS: Final = str.maketrans({START: " ", END: " "})
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a file looked like when it was indexed (``size`` -1: read it again)."""
+
+    ino: int
+    size: int
+    mtime: int
+
+
+@dataclass(slots=True)
+class FileMeta:
+    path: str
+    root: str
+    agent: str
+    session_id: str
+    cwd: str
+    title: str
+    leaf: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    agent: str | None = None
+    root: str | None = None
+    cwd: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    role: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(slots=True)
+class Hit:
+    session_id: str
+    entry_id: str
+    agent: str
+    root: str
+    cwd: str
+    path: str
+    timestamp_ms: int
+    role: str
+    kind: str
+    title: str
+    snippet: str
+    on_branch: bool
+
+
+@dataclass(slots=True)
+class Page:
+    hits: list[Hit] = field(default_factory=list)
+    total: int = 0
+    next_offset: int | None = None
+
+
+def _docs_of(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
+    last: dict[str, Any] = {}
+    for entry in entries:
+        if type(entry) is dict and type(entry.get("id")) is str:
+            last.pop(entry["id"], None)  # the last line carrying an id is the entry (Pi's rule)
+            last[entry["id"]] = entry
+    docs: list[Doc] = []
+    nodes: list[tuple[str, str | None]] = []
+    for entry_id, entry in last.items():
+        nodes.append((entry_id, parent_of(entry)))
+        docs.extend(entry_docs(entry))
+    return docs, nodes
+
+
+def first_user_text(docs: Sequence[Doc], limit: int = 80) -> str:
+    for doc in docs:
+        if doc.role == "user" and doc.kind == "text":
+            flat = " ".join(doc.text.split())
+            return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return ""
+
+
+def signatures(db: sqlite3.Connection) -> dict[str, Signature]:
+    return {p: Signature(i, s, m) for p, i, s, m in db.execute("SELECT path, ino, size, mtime FROM files")}
+
+
+def _fid(db: sqlite3.Connection, path: str) -> int | None:
+    row = db.execute("SELECT fid FROM files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple[str, str | None]]) -> None:
+    db.executemany(
+        "INSERT INTO docs(fid, entry_id, ts, role, kind, text) VALUES (?, ?, ?, ?, ?, ?)",
+        [(fid, d.entry_id, d.timestamp_ms, d.role, d.kind, d.text.translate(_STRIP_MARKERS)) for d in docs],
+    )
+    db.executemany(
+        "INSERT OR REPLACE INTO nodes(fid, entry_id, parent_id) VALUES (?, ?, ?)",
+        [(fid, e, p) for e, p in nodes],
+    )
+
+
+def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries: Iterable[Any]) -> int:
+    """Index a session file whole (its previous rows, if any, go first). Returns the docs added."""
+    docs, nodes = _docs_of(entries)
+    title = meta.title or first_user_text(docs)
+    fid = _fid(db, meta.path)
+    if fid is not None:
+        db.execute("DELETE FROM docs WHERE fid = ?", (fid,))
+        db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+        db.execute(
+            "UPDATE files SET root=?, agent=?, session_id=?, cwd=?, title=?, leaf=?, ino=?, size=?, mtime=? "
+            "WHERE fid = ?",
+            (
+                meta.root,
+                meta.agent,
+                meta.session_id,
+                meta.cwd,
+                title,
+                meta.leaf,
+                sig.ino,
+                sig.size,
+                sig.mtime,
+                fid,
+            ),
+        )
+    else:
+        cur = db.execute(
+            "INSERT INTO files(path, root, agent, session_id, cwd, title, leaf, ino, size, mtime) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                meta.path,
+                meta.root,
+                meta.agent,
+                meta.session_id,
+                meta.cwd,
+                title,
+                meta.leaf,
+                sig.ino,
+                sig.size,
+                sig.mtime,
+            ),
+        )
+        fid = int(cur.lastrowid or 0)
+    _insert(db, fid, docs, nodes)
+    return len(docs)
+
+
+def add_entries(
+    db: sqlite3.Connection,
+    path: str,
+    entries: list[Any],
+    leaf: str | None,
+    name: str | None,
+    sig: Signature | None,
+) -> bool:
+    """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
+    caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
+    is marked stale, so the next look at the file reads it again."""
+    fid = _fid(db, path)
+    if fid is None:
+        return False
+    docs, nodes = _docs_of(entries)
+    ids = [(fid, e) for e, _ in nodes]
+    db.executemany("DELETE FROM docs WHERE fid = ? AND entry_id = ?", ids)
+    _insert(db, fid, docs, nodes)
+    if sig is None:
+        db.execute("UPDATE files SET leaf = ?, size = -1 WHERE fid = ?", (leaf, fid))
+    else:
+        db.execute(
+            "UPDATE files SET leaf = ?, ino = ?, size = ?, mtime = ? WHERE fid = ?",
+            (leaf, sig.ino, sig.size, sig.mtime, fid),
+        )
+    if name:
+        db.execute("UPDATE files SET title = ? WHERE fid = ?", (name, fid))
+    else:
+        db.execute("UPDATE files SET title = ? WHERE fid = ? AND title = ''", (first_user_text(docs), fid))
+    return True
+
+
+def remove_file(db: sqlite3.Connection, path: str) -> None:
+    fid = _fid(db, path)
+    if fid is None:
+        return
+    db.execute("DELETE FROM docs WHERE fid = ?", (fid,))
+    db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+    db.execute("DELETE FROM files WHERE fid = ?", (fid,))
+
+
+def remove_session(db: sqlite3.Connection, session_id: str) -> None:
+    for (path,) in db.execute("SELECT path FROM files WHERE session_id = ?", (session_id,)).fetchall():
+        remove_file(db, path)
+
+
+# ---------------------------------------------------------------------- queries
+
+
+def _filter_sql(f: Filters) -> tuple[str, list[Any]]:
+    sql: list[str] = []
+    args: list[Any] = []
+    if f.agent is not None:
+        sql.append("f.agent = ?")
+        args.append(f.agent)
+    if f.root is not None:
+        sql.append("f.root = ?")
+        args.append(f.root)
+    if f.cwd is not None:
+        cwd = f.cwd.rstrip("/") or "/"
+        sql.append("(f.cwd = ? OR substr(f.cwd, 1, ?) = ?)")
+        prefix = cwd if cwd.endswith("/") else cwd + "/"
+        args += [cwd, len(prefix), prefix]
+    if f.session_id is not None:
+        sql.append("f.session_id = ?")
+        args.append(f.session_id)
+    if f.role is not None:
+        sql.append("d.role = ?")
+        args.append(f.role)
+    if f.since_ms is not None:
+        sql.append("d.ts >= ?")
+        args.append(f.since_ms)
+    if f.until_ms is not None:
+        sql.append("d.ts <= ?")
+        args.append(f.until_ms)
+    return "".join(f" AND {s}" for s in sql), args
+
+
+class _Budget:
+    """A progress handler interrupting SQLite once a query has used its seconds."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.expired = False
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.deadline:
+            self.expired = True
+            return 1
+        return 0
+
+
+def _matches(db: sqlite3.Connection, sql: str, args: list[Any], budget: _Budget) -> list[tuple[Any, ...]]:
+    db.set_progress_handler(budget, 4000)
+    rows: list[tuple[Any, ...]] = []
+    try:
+        cur = db.execute(sql, args)
+        while True:
+            chunk = cur.fetchmany(256)
+            if not chunk:
+                break
+            rows += chunk
+    except sqlite3.OperationalError:
+        if not budget.expired:
+            raise
+    finally:
+        db.set_progress_handler(None, 0)
+    return rows
+
+
+_HIT_COLUMNS: Final = "d.id, d.ts, d.fid"
+
+
+def search(
+    db: sqlite3.Connection,
+    *,
+    match: str | None,
+    needle: str | None,
+    filters: Filters,
+    offset: int,
+    limit: int,
+    budget_s: float = QUERY_BUDGET_S,
+) -> Page:
+    """One page of hits: ``match`` (an FTS5 expression, words mode) or ``needle`` (substring)."""
+    where, args = _filter_sql(filters)
+    budget = _Budget(budget_s)
+    if match is not None:
+        sql = (
+            f"SELECT {_HIT_COLUMNS}, bm25(words) FROM words JOIN docs d ON d.id = words.rowid "
+            f"JOIN files f ON f.fid = d.fid WHERE words MATCH ?{where} ORDER BY words.rowid DESC LIMIT ?"
+        )
+        rows = _matches(db, sql, [match, *args, MATCH_CAP], budget)
+        rows.sort(key=lambda r: (r[3], -r[1], -r[0]))
+    else:
+        assert needle is not None
+        sql = (
+            f"SELECT {_HIT_COLUMNS} FROM grams JOIN docs d ON d.id = grams.rowid "
+            f"JOIN files f ON f.fid = d.fid WHERE grams.text LIKE ? AND instr(lower(d.text), lower(?)) > 0"
+            f"{where} ORDER BY grams.rowid DESC LIMIT ?"
+        )
+        rows = _matches(db, sql, [like_pattern(needle), needle, *args, MATCH_CAP], budget)
+        rows.sort(key=lambda r: (-r[1], -r[0]))
+    page = Page(total=len(rows))
+    chosen = rows[offset : offset + limit]
+    if offset + limit < len(rows):
+        page.next_offset = offset + limit
+    if not chosen:
+        return page
+    ids = [int(r[0]) for r in chosen]
+    marks = ",".join("?" * len(ids))
+    if match is not None:
+        snippets = dict(
+            db.execute(
+                f"SELECT rowid, snippet(words, 0, ?, ?, '…', {SNIPPET_TOKENS}) FROM words "
+                f"WHERE words MATCH ? AND rowid IN ({marks})",
+                [START, END, match, *ids],
+            ).fetchall()
+        )
+    else:
+        assert needle is not None
+        texts = dict(db.execute(f"SELECT id, text FROM docs WHERE id IN ({marks})", ids).fetchall())
+        snippets = {i: substring_snippet(t, needle) for i, t in texts.items()}
+    details = {
+        int(r[0]): r[1:]
+        for r in db.execute(
+            "SELECT d.id, d.entry_id, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, f.title, "
+            f"f.leaf, f.fid FROM docs d JOIN files f ON f.fid = d.fid WHERE d.id IN ({marks})",
+            ids,
+        )
+    }
+    branches: dict[int, set[str]] = {}
+    for doc_id, ts, fid, *_ in chosen:
+        info = details.get(int(doc_id))
+        if info is None:
+            continue
+        entry_id, role, kind, session_id, agent, root, cwd, path, title, leaf, _ = info
+        if fid not in branches:
+            branches[fid] = branch_ids(db, fid, leaf)
+        page.hits.append(
+            Hit(
+                session_id,
+                entry_id,
+                agent,
+                root,
+                cwd,
+                path,
+                int(ts),
+                role,
+                kind,
+                title,
+                snippets.get(doc_id, ""),
+                entry_id in branches[fid],
+            )
+        )
+    return page
+
+
+def branch_ids(db: sqlite3.Connection, fid: int, leaf: str | None) -> set[str]:
+    """The entry ids from ``leaf`` up to the root (a parent cycle ends the walk)."""
+    if leaf is None:
+        return set()
+    rows = db.execute(
+        "WITH RECURSIVE b(id) AS (SELECT ? UNION SELECT n.parent_id FROM nodes n JOIN b ON n.entry_id = b.id "
+        "WHERE n.fid = ? AND n.parent_id IS NOT NULL) SELECT id FROM b",
+        (leaf, fid),
+    )
+    return {r[0] for r in rows}
+
+
+def substring_snippet(text: str, needle: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first occurrence of ``needle``, every occurrence in it
+    marked (ASCII case ignored, as the query did)."""
+    low, want = _ascii_lower(text), _ascii_lower(needle)
+    first = low.find(want)
+    if first < 0:
+        return _flat(text[:width])
+    start = max(0, first - (width - len(needle)) // 2)
+    end = min(len(text), start + max(width, len(needle)))
+    out: list[str] = ["…" if start > 0 else ""]
+    i = start
+    while i < end:
+        j = low.find(want, i, end)
+        if j < 0 or j + len(want) > end:
+            out.append(_flat(text[i:end]))
+            break
+        out += [_flat(text[i:j]), START, text[j : j + len(want)], END]
+        i = j + len(want)
+    if end < len(text):
+        out.append("…")
+    return "".join(out)
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+_SPACES: Final = re.compile(r"\s+")
+
+
+def _flat(text: str) -> str:
+    return _SPACES.sub(" ", text)

@@ -14,6 +14,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
+* :mod:`.search` — ``search`` (full-text search across sessions)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -32,6 +33,7 @@ def register(sub: Any) -> None:
         doctor,
         export,
         rewind,
+        search,
         service,
         sessions,
         store,
@@ -50,3 +52,4 @@ def register(sub: Any) -> None:
     completion.register(sub)
     export.register(sub)
     store.register(sub)
+    search.register(sub)

@@ -148,6 +148,9 @@ class Searching:
             match, needle = words_match(p.query), None
         filters = self._filters(p)
         offset = decode_cursor(p.cursor) if p.cursor is not None else 0
+        if p.rebuild:
+            self.engine.rebuild()
+            await anyio.to_thread.run_sync(self.engine.flush)
         if progress is not None:
             while self.engine.progress is not None:
                 progress(*self.engine.progress)

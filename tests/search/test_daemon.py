@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import json
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,3 +133,43 @@ async def test_own_appends_paging_and_delete(tmp_path: Path) -> None:
     finally:
         await client.close()
         assert d.stop() == 0, d.log_text()
+
+
+def _cli(d: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "sessiond", "search", *args, "--socket", str(d.socket), "--no-start"]
+    return subprocess.run(argv, env=d.env, capture_output=True, text=True, timeout=120, check=False)
+
+
+async def test_cli_lines_json_and_errors(agents_daemon: Daemon) -> None:
+    client = await typed_client(agents_daemon)
+    try:
+        await until_built(client)
+    finally:
+        await client.close()
+    done = _cli(agents_daemon, "--json", "--agent", "claude-code", "much to see")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) == {"hits", "total", "nextCursor"}
+    hit = result["hits"][0]
+    assert set(hit) == {
+        "sessionId",
+        "entryId",
+        "agent",
+        "cwd",
+        "timestamp",
+        "role",
+        "title",
+        "snippet",
+        "resume",
+    }
+    assert hit["resume"] == f"cd /home/user/project && claude --resume {CLAUDE_ID}"
+    text = _cli(agents_daemon, "much to see", "--limit", "3")
+    assert text.returncode == 0, text.stderr
+    assert "claude-code" in text.stdout and "project" in text.stdout
+    assert f"claude --resume {CLAUDE_ID}" in text.stdout
+    assert START not in text.stdout and END not in text.stdout
+    bad = _cli(agents_daemon, '"unclosed')
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "not closed" in bad.stderr, bad.stderr
+    rebuilt = _cli(agents_daemon, "--rebuild", "--json", "much to see")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["hits"], "the rebuild waits for the build (a workDoneToken)"

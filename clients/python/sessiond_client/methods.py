@@ -559,6 +559,7 @@ class Methods:
         session_id: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        rebuild: bool = False,
         work_done_token: str | int | None = None,
     ) -> M.SearchResult:
         """``search/query``: Full-text search across every session of every root (words, phrases,
@@ -578,6 +579,9 @@ class Methods:
             role: Only texts of this role (`session`: titles and labels).
             session_id: Only this session.
             cursor: The `nextCursor` of the previous page.
+            rebuild: First throw the index away and build it again from the sessions (`sessiond
+            search --rebuild`); answered at once unless a `workDoneToken` makes it wait for the
+            build.
             work_done_token: Report `$/progress` (begin/end) under this token.
         """
         result: M.SearchResult = await self._call("search/query", locals())

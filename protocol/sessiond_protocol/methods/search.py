@@ -47,6 +47,11 @@ class SearchParams(WorkDone):
     sessionId: str | None = Field(None, description="Only this session.")
     limit: int = Field(20, ge=1, le=200)
     cursor: str | None = Field(None, description="The `nextCursor` of the previous page.")
+    rebuild: bool = Field(
+        False,
+        description="First throw the index away and build it again from the sessions (`sessiond search "
+        "--rebuild`); answered at once unless a `workDoneToken` makes it wait for the build.",
+    )
 
 
 class SearchHit(Result):

@@ -4,8 +4,8 @@ Code, Codex and Pi (tests/fixtures), plus the daemon's own appends and deletions
 from __future__ import annotations
 
 import asyncio
-import os
 import json
+import os
 import stat
 import subprocess
 import sys

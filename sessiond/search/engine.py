@@ -135,6 +135,7 @@ class SearchEngine:
         self._db: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
+        self._branches: dict[tuple[Any, ...], set[str]] = {}
         self._pending: list[SourceFile] = []
         self._building = False
         self.progress: tuple[int, int] | None = None
@@ -207,7 +208,13 @@ class SearchEngine:
                 self._reader = connect(self.path)
             try:
                 return ix.search(
-                    self._reader, match=match, needle=needle, filters=filters, offset=offset, limit=limit
+                    self._reader,
+                    match=match,
+                    needle=needle,
+                    filters=filters,
+                    offset=offset,
+                    limit=limit,
+                    branch_cache=self._branches,
                 )
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -252,7 +259,7 @@ class SearchEngine:
         items: list[Any] = []
         with contextlib.suppress(queue.Empty):
             items.append(self._queue.get(block=block, timeout=None if block else 0))
-        if items and block:
+        if items and block and not isinstance(items[0], _Barrier):
             deadline = time.monotonic() + BATCH_WAIT_S
             while (left := deadline - time.monotonic()) > 0:
                 try:
@@ -303,8 +310,10 @@ class SearchEngine:
                     self._apply_append(db, item, paths)
                 else:
                     paths.append(item)
-            for path in dict.fromkeys(paths):
-                self._reindex(db, path)
+                # In order: a rewrite reported before an append must be read before the append
+                # records the file's new signature (or the rewrite would look indexed).
+                while paths:
+                    self._reindex(db, paths.pop(0))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:

@@ -25,6 +25,7 @@ from sessiond_protocol import methods as M
 from ..errors import InvalidArgumentError
 from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path
 from ..search.index import Filters, Hit
+from ..search.pi_file import read_pi_v3
 from ..search.query import decode_cursor, encode_cursor, parse_time, substring_needle, words_match
 from ..search.resume import resume_command
 from ..store.claude import ClaudeSession
@@ -84,7 +85,8 @@ class CatalogSource(SessionSource):
             return ClaudeSession.open(path)
         if file.agent == "codex":
             return CodexSession.open(path)
-        return Session.open(path, read_only=_READ_ONLY)
+        fast = read_pi_v3(path)
+        return fast if fast is not None else Session.open(path, read_only=_READ_ONLY)
 
 
 class Searching:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from sessiond.search.engine import SearchEngine, SourceFile
 from sessiond.search.index import Filters
+from sessiond.search.pi_file import read_pi_v3
 from sessiond.search.query import words_match
 from sessiond.store.session import Session
 
@@ -39,7 +40,9 @@ class DirSource:
         return SourceFile(path, "pi", "pi") if path.endswith(".jsonl") else None
 
     def open(self, file: SourceFile) -> Any:
-        return Session.open(Path(file.path), read_only="test")
+        """As the daemon's source opens Pi files: the v3 fast path, else the store's reader."""
+        fast = read_pi_v3(Path(file.path))
+        return fast if fast is not None else Session.open(Path(file.path), read_only="test")
 
 
 def _header(sid: str) -> bytes:

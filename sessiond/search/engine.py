@@ -385,13 +385,14 @@ class SearchEngine:
         db = self._db
         assert db is not None
         stored = ix.signatures(db)
+        cwds = dict(db.execute("SELECT path, cwd FROM files").fetchall())
         seen: set[str] = set()
         changed: list[tuple[int, SourceFile]] = []
         for file in self.source.files():
-            seen.add(file.path)
             sig = stat_signature(file.path)
-            if sig is None or self._excluded(file):
-                continue
+            if sig is None or self._excluded(file, cwds.get(file.path)):
+                continue  # not seen: what the index holds of it goes (an exclude added since)
+            seen.add(file.path)
             if stored.get(file.path) != sig:
                 changed.append((sig.mtime, file))
         gone = [p for p in stored if p not in seen]

@@ -15,6 +15,10 @@ Rows:
   same raw files (``rg -i -F`` / ``-w``, counted), best of 3: what people run today.
 * ``incremental`` - CPU (the whole process: the hook on the caller's side and the writer thread)
   per appended line, 200 lines appended to an indexed file one at a time.
+* ``append path`` - ``Service.append`` of one message (as ``benchmarks/service.py`` measures it)
+  with the search engine running against the same without, in interleaved rounds: the event
+  loop's latency per append (p50/p99: what a client waits) and the process's CPU per append
+  (the writer thread's indexing included).
 
 Run: ``.venv/bin/python -m benchmarks.search [--size-mb 20] [--queries 50] [--quick] [--json]``
 (the issue's run is ``--size-mb 1024``).
@@ -241,7 +245,7 @@ def _timed_queries(engine: Any, runs: int, rare: str) -> dict[str, Any]:
             if i:
                 samples.append(time.perf_counter() - started)
             total = page.total
-        out[name] = {"p50Ms": pct(samples, 50) * 1e3, "p99Ms": pct(samples, 99) * 1e3, "total": total}
+        out[name] = {"p50Ms": pct(samples, 0.5) * 1e3, "p99Ms": pct(samples, 0.99) * 1e3, "total": total}
     rg = {
         "common word": ["-i", "-w", common],
         "rare word": ["-i", "-w", rare],
@@ -291,6 +295,55 @@ def _incremental(engine: Any, corpus: Path) -> float:
     return (time.process_time() - cpu_before) / 200 * 1e3
 
 
+async def _append_round(base: Path, batch: list[dict[str, Any]], indexed: bool) -> tuple[float, list[float]]:
+    from benchmarks.service import CWD, Peer  # noqa: PLC0415
+    from sessiond.service.config import load_config  # noqa: PLC0415
+    from sessiond.service.service import Service  # noqa: PLC0415
+
+    service = Service(load_config({}, root=base / "store", socket=base / "s.sock"))
+    if indexed:
+        service.search.start()
+        service.search.engine.flush()
+    writer = Peer(1)
+    session_id = (await service.new_session(writer, CWD)).sessionId
+    latencies = []
+    cpu = time.process_time()
+    for m in batch:
+        t = time.perf_counter()
+        await service.append(writer, session_id, [{"type": "message", "message": m}])
+        latencies.append(time.perf_counter() - t)
+    if indexed:
+        service.search.engine.flush()  # the writer thread's work is counted too
+    cpu = time.process_time() - cpu
+    service.close_all()
+    return cpu, latencies
+
+
+def append_path(out: Path, rounds: int = 5, appends: int = 400) -> dict[str, Any]:
+    import asyncio  # noqa: PLC0415
+    import statistics  # noqa: PLC0415
+
+    from benchmarks.service import messages  # noqa: PLC0415
+
+    batch = messages(appends)
+    cpu: dict[str, list[float]] = {"plain": [], "indexed": []}
+    lat: dict[str, list[float]] = {"plain": [], "indexed": []}
+    with tempfile.TemporaryDirectory(prefix="bench-search-append-", dir=out) as tmp:
+        for r in range(rounds):
+            for name in ("plain", "indexed"):
+                c, ls = asyncio.run(_append_round(Path(tmp) / f"{name}{r}", batch, name == "indexed"))
+                cpu[name].append(c / appends)
+                lat[name] += ls
+    return {
+        name: {
+            "cpuUs": statistics.median(cpu[name]) * 1e6,
+            "p50Us": pct(lat[name], 0.5) * 1e6,
+            "p99Us": pct(lat[name], 0.99) * 1e6,
+        }
+        for name in cpu
+    }
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--size-mb", type=int, default=20, help="corpus size in MiB (default 20; the issue's run: 1024)"
@@ -334,6 +387,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log("search: incremental")
         incremental = _incremental(engine, corpus)
         engine.close()
+    log("search: the append path with and without the index")
+    appends = append_path(args.out)
     return {
         "rawBytes": raw,
         "textBytes": text_bytes,
@@ -344,6 +399,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "queries": timed["sessiond"],
         "ripgrepMs": rg,
         "incrementalCpuMs": incremental,
+        "appendPath": appends,
     }
 
 
@@ -366,6 +422,11 @@ def report(res: dict[str, Any]) -> None:
         vs = f"   rg {rg:8.1f} ms ({rg / q['p50Ms']:.0f}x)" if rg else ""
         print(f"{name:<26} p50 {q['p50Ms']:7.2f} ms  p99 {q['p99Ms']:7.2f} ms  ({q['total']} hits){vs}")
     print(f"incremental: {res['incrementalCpuMs']:.3f} ms CPU per appended line")
+    for name, a in res["appendPath"].items():
+        print(
+            f"Service.append, {name:<8} CPU {a['cpuUs']:7.1f} us   "
+            f"p50 {a['p50Us']:7.1f} us   p99 {a['p99Us']:7.1f} us"
+        )
 
 
 def extract(d: dict[str, Any]) -> Extract:
@@ -391,6 +452,9 @@ def extract(d: dict[str, Any]) -> Extract:
         "ms",
         goal=goals["search.incremental"],
     )
+    plain, indexed = d["appendPath"]["plain"], d["appendPath"]["indexed"]
+    e.add("Service.append with the index: CPU per append", indexed["cpuUs"], "us", "without", plain["cpuUs"])
+    e.add("Service.append with the index: p50", indexed["p50Us"], "us", "without", plain["p50Us"])
     if d["rawBytes"] < 1000 * MIB:
         e.notes.append(f"run on {size}, not the issue's 1 GB")
     return e

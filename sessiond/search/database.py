@@ -5,8 +5,9 @@ copies of people's conversations, as the store does; SQLite gives its ``-wal`` a
 files the database's mode), in WAL mode so queries read while the writer thread writes.
 
 Tables: ``files`` (one row per indexed session file: root, agent, session id, cwd, title, leaf,
-and the file's inode/size/mtime when it was read, which is how a restart knows what did not
-change), ``docs`` (one row per searchable text of an entry: the text itself, stored once),
+and the file's inode, size, mtime and a CRC-32 of its last 4 KiB when it was read, which is how
+a restart knows what did not change), ``docs`` (one row per searchable text of an entry: the
+text itself, stored once),
 ``nodes`` (every entry's parent, for "on the current branch"), and two FTS5 indexes over
 ``docs.text``, external-content tables :mod:`.index` keeps in step with ``docs`` in bulk (one
 ``INSERT … SELECT`` per batch: row triggers made a build four times slower): ``words``
@@ -29,7 +30,7 @@ from typing import Final
 
 log = logging.getLogger("sessiond.search")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
 APPLICATION_ID: Final = 0x53534458
 """``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
@@ -47,7 +48,8 @@ CREATE TABLE files(
     leaf TEXT,
     ino INTEGER NOT NULL,
     size INTEGER NOT NULL,
-    mtime INTEGER NOT NULL
+    mtime INTEGER NOT NULL,
+    tail INTEGER NOT NULL
 );
 CREATE INDEX files_session ON files(session_id);
 CREATE TABLE docs(

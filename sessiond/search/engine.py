@@ -26,6 +26,7 @@ import queue
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ log = logging.getLogger("sessiond.search")
 
 BATCH_WAIT_S: Final = 0.02
 """How long the writer waits for more events before writing a batch."""
+TAIL_BYTES: Final = 4096
 BUILD_SLICE_S: Final = 0.25
 """Seconds of first-build work between two looks at the queue (events and queries go first)."""
 
@@ -109,11 +111,16 @@ def index_path(store_root: Path) -> Path:
 
 
 def stat_signature(path: str) -> Signature | None:
+    """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
     try:
-        st = os.stat(path)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_size > TAIL_BYTES:
+                f.seek(st.st_size - TAIL_BYTES)
+            tail = zlib.crc32(f.read(TAIL_BYTES))
     except OSError:
         return None
-    return Signature(st.st_ino, st.st_size, st.st_mtime_ns)
+    return Signature(st.st_ino, st.st_size, st.st_mtime_ns, tail)
 
 
 class SearchEngine:
@@ -141,8 +148,13 @@ class SearchEngine:
         self.progress: tuple[int, int] | None = None
         """``(done, total)`` while a build runs, else ``None``."""
         self.ready = threading.Event()
-        """Set once the index file is open (the first build may still be running)."""
+        """Set once the index file is open and the first look at the files is done (the build
+        they need may still be running: :attr:`progress`)."""
         self._stopped = False
+        self._submitted = 0
+        """Events queued (by the event loop's thread)..."""
+        self._applied = 0
+        """...and applied and committed by the writer: when equal, a query need not wait for it."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,6 +175,7 @@ class SearchEngine:
 
     def rebuild(self) -> None:
         """Throw the index away and build it again (``sessiond search --rebuild``)."""
+        self._submitted += 1
         self._queue.put("rebuild")
 
     # ------------------------------------------------------------------ events (event loop)
@@ -171,13 +184,16 @@ class SearchEngine:
         self, path: str, entries: list[Any], leaf: Any, name: str | None, expected_size: int | None
     ) -> None:
         """Entries were appended to ``path`` (by this daemon, or read from another writer)."""
+        self._submitted += 1
         self._queue.put(_Append(path, entries, leaf if type(leaf) is str else None, name, expected_size))
 
     def changed(self, path: str) -> None:
         """``path`` may have changed in any way (grown, rewritten, created, deleted)."""
+        self._submitted += 1
         self._queue.put(path)
 
     def removed(self, path: str) -> None:
+        self._submitted += 1
         self._queue.put(path)
 
     # ------------------------------------------------------------------ queries (any thread)
@@ -185,8 +201,8 @@ class SearchEngine:
     def flush(self, *, sync: bool = False, timeout: float = 30.0) -> None:
         """Wait until the writer applied what was queued before (and, with ``sync``, looked at
         every file's signature)."""
-        if self._thread is None:
-            return
+        if self._thread is None or (not sync and self._applied >= self._submitted and self.ready.is_set()):
+            return  # nothing queued is still unwritten: no round trip through the writer thread
         done = threading.Event()
         self._queue.put(_Barrier(done, sync))
         done.wait(timeout)
@@ -231,6 +247,7 @@ class SearchEngine:
         try:
             self._open()
             self._look()
+            self.ready.set()  # from here a query knows what the first build has left (progress)
             while not self._stopped:
                 self._step()
         except Exception:  # the daemon goes on without search rather than dying with it
@@ -243,7 +260,6 @@ class SearchEngine:
 
     def _open(self) -> None:
         self._db = open_index(self.path)
-        self.ready.set()
 
     def _drain_barriers(self) -> None:
         while True:
@@ -319,6 +335,7 @@ class SearchEngine:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        self._applied += sum(1 for item in items if isinstance(item, (_Append, str)))
         for barrier in barriers:
             if barrier.sync and not self._building:  # during the first build: answer from it
                 self._look()
@@ -350,8 +367,7 @@ class SearchEngine:
         if file is None or sig is None or self._excluded(file):
             ix.remove_file(db, path)
             return
-        stored = db.execute("SELECT ino, size, mtime FROM files WHERE path = ?", (path,)).fetchone()
-        if stored is not None and Signature(*stored) == sig:
+        if ix.stored_signature(db, path) == sig:
             return
         self._read(db, file, sig)
 
@@ -419,7 +435,7 @@ class SearchEngine:
                 sig = stat_signature(file.path)
                 if sig is None:
                     ix.remove_file(db, file.path)
-                else:
+                elif ix.stored_signature(db, file.path) != sig:  # an event may have read it already
                     self._read(db, file, sig)
                 if self.progress is not None:
                     self.progress = (self.progress[0] + 1, self.progress[1])

@@ -34,11 +34,14 @@ _STRIP_MARKERS: Final = str.maketrans({START: " ", END: " "})
 
 @dataclass(frozen=True, slots=True)
 class Signature:
-    """What a file looked like when it was indexed (``size`` -1: read it again)."""
+    """What a file looked like when it was indexed (``size`` -1: read it again). ``tail`` is a
+    CRC-32 of its last 4 KiB: a file rewritten to the same size within the clock's granularity
+    can get the inode just freed (seen in the property test), and only its bytes tell it."""
 
     ino: int
     size: int
     mtime: int
+    tail: int
 
 
 @dataclass(slots=True)
@@ -84,6 +87,8 @@ class Page:
     hits: list[Hit] = field(default_factory=list)
     total: int = 0
     next_offset: int | None = None
+    cut: bool = False
+    """The query used its seconds: the hits are those found until then."""
 
 
 def _docs_of(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
@@ -109,7 +114,15 @@ def first_user_text(docs: Sequence[Doc], limit: int = 80) -> str:
 
 
 def signatures(db: sqlite3.Connection) -> dict[str, Signature]:
-    return {p: Signature(i, s, m) for p, i, s, m in db.execute("SELECT path, ino, size, mtime FROM files")}
+    return {
+        p: Signature(i, s, m, t)
+        for p, i, s, m, t in db.execute("SELECT path, ino, size, mtime, tail FROM files")
+    }
+
+
+def stored_signature(db: sqlite3.Connection, path: str) -> Signature | None:
+    row = db.execute("SELECT ino, size, mtime, tail FROM files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else Signature(*row)
 
 
 def _fid(db: sqlite3.Connection, path: str) -> int | None:
@@ -150,7 +163,8 @@ def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries
         _delete_docs(db, "fid = ?", (fid,))
         db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
         db.execute(
-            "UPDATE files SET root=?, agent=?, session_id=?, cwd=?, title=?, leaf=?, ino=?, size=?, mtime=? "
+            "UPDATE files SET root=?, agent=?, session_id=?, cwd=?, title=?, leaf=?, "
+            "ino=?, size=?, mtime=?, tail=? "
             "WHERE fid = ?",
             (
                 meta.root,
@@ -162,13 +176,14 @@ def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries
                 sig.ino,
                 sig.size,
                 sig.mtime,
+                sig.tail,
                 fid,
             ),
         )
     else:
         cur = db.execute(
-            "INSERT INTO files(path, root, agent, session_id, cwd, title, leaf, ino, size, mtime) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files(path, root, agent, session_id, cwd, title, leaf, ino, size, mtime, tail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 meta.path,
                 meta.root,
@@ -180,6 +195,7 @@ def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries
                 sig.ino,
                 sig.size,
                 sig.mtime,
+                sig.tail,
             ),
         )
         fid = int(cur.lastrowid or 0)
@@ -210,8 +226,8 @@ def add_entries(
     else:
         db.execute("UPDATE files SET leaf = ? WHERE fid = ?", (leaf, fid))
         db.execute(  # a stale signature stays stale: the file must be read whole first
-            "UPDATE files SET ino = ?, size = ?, mtime = ? WHERE fid = ? AND size >= 0",
-            (sig.ino, sig.size, sig.mtime, fid),
+            "UPDATE files SET ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ? AND size >= 0",
+            (sig.ino, sig.size, sig.mtime, sig.tail, fid),
         )
     if name:
         db.execute("UPDATE files SET title = ? WHERE fid = ?", (name, fid))
@@ -312,7 +328,39 @@ def search(
     budget_s: float = QUERY_BUDGET_S,
     branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
 ) -> Page:
-    """One page of hits: ``match`` (an FTS5 expression, words mode) or ``needle`` (substring)."""
+    """One page of hits: ``match`` (an FTS5 expression, words mode) or ``needle`` (substring).
+
+    Its statements read one snapshot (one read transaction): a file read again meanwhile
+    gets new row ids, and a later statement of the same query must not see them (seen in the
+    property test: hits that vanished between the match and their details)."""
+    db.execute("BEGIN")
+    try:
+        return _search(
+            db,
+            match=match,
+            needle=needle,
+            filters=filters,
+            offset=offset,
+            limit=limit,
+            budget_s=budget_s,
+            branch_cache=branch_cache,
+        )
+    finally:
+        if db.in_transaction:
+            db.execute("COMMIT")
+
+
+def _search(
+    db: sqlite3.Connection,
+    *,
+    match: str | None,
+    needle: str | None,
+    filters: Filters,
+    offset: int,
+    limit: int,
+    budget_s: float = QUERY_BUDGET_S,
+    branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
+) -> Page:
     where, args = _filter_sql(filters)
     budget = _Budget(budget_s)
     if match is not None:
@@ -331,7 +379,7 @@ def search(
         )
         rows = _matches(db, sql, [like_pattern(needle), needle, *args, MATCH_CAP], budget)
         rows.sort(key=lambda r: (-r[1], -r[0]))
-    page = Page(total=len(rows))
+    page = Page(total=len(rows), cut=budget.expired)
     chosen = rows[offset : offset + limit]
     if offset + limit < len(rows):
         page.next_offset = offset + limit

@@ -150,6 +150,7 @@ def _found(engine: SearchEngine, word: str, substring: bool) -> set[tuple[str, s
         offset=0,
         limit=200,
     )
+    assert not page.cut, "the query ran out of its time budget (a loaded machine)"
     return {(h.session_id, h.entry_id) for h in page.hits}
 
 

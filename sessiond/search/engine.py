@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from ..errors import InvalidArgumentError
 from . import index as ix
 from .database import FILE_NAME, connect, discard, open_index
 from .index import FileMeta, Filters, Page, Signature
@@ -233,6 +234,9 @@ class SearchEngine:
                     branch_cache=self._branches,
                 )
             except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("fts5:"):
+                    # query.py quotes every term, so this is not expected; still the client's query
+                    raise InvalidArgumentError(f"the query cannot be run ({exc})", field="query") from None
                 if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                     raise
                 log.warning("search index %s failed a query (%s): rebuilding it", self.path, exc)

@@ -372,12 +372,20 @@ def _search(
         rows.sort(key=lambda r: (r[3], -r[1], -r[0]))
     else:
         assert needle is not None
-        sql = (
-            f"SELECT {_HIT_COLUMNS} FROM grams JOIN docs d ON d.id = grams.rowid "
-            f"JOIN files f ON f.fid = d.fid WHERE grams.text LIKE ? AND instr(lower(d.text), lower(?)) > 0"
-            f"{where} ORDER BY grams.rowid DESC LIMIT ?"
-        )
-        rows = _matches(db, sql, [like_pattern(needle), needle, *args, MATCH_CAP], budget)
+        pattern = like_pattern(needle)
+        if pattern is not None:
+            sql = (
+                f"SELECT {_HIT_COLUMNS} FROM grams JOIN docs d ON d.id = grams.rowid "
+                f"JOIN files f ON f.fid = d.fid WHERE grams.text LIKE ? "
+                f"AND instr(lower(d.text), lower(?)) > 0{where} ORDER BY grams.rowid DESC LIMIT ?"
+            )
+            rows = _matches(db, sql, [pattern, needle, *args, MATCH_CAP], budget)
+        else:  # no piece the trigram index can take safely: a scan, within the time budget
+            sql = (
+                f"SELECT {_HIT_COLUMNS} FROM docs d JOIN files f ON f.fid = d.fid "
+                f"WHERE instr(lower(d.text), lower(?)) > 0{where} ORDER BY d.id DESC LIMIT ?"
+            )
+            rows = _matches(db, sql, [needle, *args, MATCH_CAP], budget)
         rows.sort(key=lambda r: (-r[1], -r[0]))
     page = Page(total=len(rows), cut=budget.expired)
     chosen = rows[offset : offset + limit]

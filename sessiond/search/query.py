@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
@@ -117,11 +118,23 @@ def substring_needle(query: str) -> str:
     return needle
 
 
-def like_pattern(needle: str) -> str:
-    """A LIKE pattern the trigram index can answer: a superset of the rows holding ``needle``
-    (``_`` and ``%`` in it are LIKE's wildcards — escaping them would make FTS5 scan every row —
-    so the exact test follows in SQL: :data:`EXACT_SUBSTRING`)."""
-    return f"%{needle}%"
+def like_pattern(needle: str) -> str | None:
+    """A LIKE pattern the trigram index answers with a superset of the texts holding
+    ``needle`` (the exact test follows in SQL), or ``None``: no usable piece, scan instead.
+
+    The pattern is the longest run of ``needle`` made of ASCII characters other than LIKE's
+    wildcards ``_`` and ``%``, if it has at least 3 characters. Escaping the wildcards would
+    make FTS5 scan every row; and SQLite 3.40's trigram LIKE crashes the process on some
+    patterns mixing multi-byte characters and wildcards (``'é_O]RbaN_``, found by
+    tests/search/test_query.py's fuzzing) — a pattern of plain ASCII never reaches that code.
+    """
+    runs = _PLAIN_ASCII.findall(needle)
+    best = max(runs, key=len, default="")
+    return f"%{best}%" if len(best) >= MIN_SUBSTRING else None
+
+
+_PLAIN_ASCII: Final = re.compile(r"[\x20-\x24\x26-\x5e\x60-\x7e]+")
+"""Printable ASCII without ``%`` (0x25) and ``_`` (0x5f)."""
 
 
 def check_length(query: str) -> None:
@@ -129,6 +142,8 @@ def check_length(query: str) -> None:
         raise InvalidArgumentError(f"a query has at most {MAX_QUERY_CHARS} characters", field="query")
     if not query.strip():
         raise InvalidArgumentError("the query is empty", field="query")
+    if "\x00" in query:
+        raise InvalidArgumentError("the query holds a NUL character", field="query")
 
 
 def parse_time(value: str, field: str, *, end: bool) -> int:

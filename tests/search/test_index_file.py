@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sessiond_client import RpcError
 from sessiond_client.typed import SessiondClient
 from tests.harness.daemon import Daemon, start_daemon
 
@@ -132,3 +133,17 @@ async def test_without_watching_a_query_finds_what_was_appended(tmp_path: Path) 
     finally:
         await client.close()
     _stop(d)
+
+
+async def test_search_disabled(tmp_path: Path) -> None:
+    populate(tmp_path)
+    d = start_daemon(tmp_path, config="[search]\nenabled = false\n")
+    client = await typed_client(d)
+    try:
+        with pytest.raises(RpcError) as caught:
+            await client.search_query("much to see")
+        assert caught.value.code == -32602 and "disabled" in str(caught.value)
+    finally:
+        await client.close()
+    _stop(d)
+    assert not (tmp_path / "store" / "search").exists(), "nothing indexed, no copy of any session"

@@ -214,25 +214,30 @@ def add_entries(
     """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
     caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
     is marked stale, so the next look at the file reads it again."""
-    fid = _fid(db, path)
-    if fid is None:
+    row = db.execute("SELECT fid, size, title FROM files WHERE path = ?", (path,)).fetchone()
+    if row is None:
         return False
+    fid, size, title = row
     docs, nodes = _docs_of(entries)
-    for entry_id, _ in nodes:
+    ids = [entry_id for entry_id, _ in nodes]
+    marks = ",".join("?" * len(ids))
+    present = db.execute(
+        f"SELECT DISTINCT entry_id FROM docs WHERE fid = ? AND entry_id IN ({marks})", (fid, *ids)
+    ).fetchall()
+    for (entry_id,) in present:  # seen already (a read of the file that included it)
         _delete_docs(db, "fid = ? AND entry_id = ?", (fid, entry_id))
     _insert(db, fid, docs, nodes)
-    if sig is None:
-        db.execute("UPDATE files SET leaf = ?, size = -1 WHERE fid = ?", (leaf, fid))
-    else:
-        db.execute("UPDATE files SET leaf = ? WHERE fid = ?", (leaf, fid))
-        db.execute(  # a stale signature stays stale: the file must be read whole first
-            "UPDATE files SET ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ? AND size >= 0",
-            (sig.ino, sig.size, sig.mtime, sig.tail, fid),
-        )
     if name:
-        db.execute("UPDATE files SET title = ? WHERE fid = ?", (name, fid))
+        title = name
+    elif not title:
+        title = first_user_text(docs)
+    if sig is None or size < 0:  # a stale signature stays stale: the file must be read whole first
+        db.execute("UPDATE files SET leaf = ?, title = ?, size = -1 WHERE fid = ?", (leaf, title, fid))
     else:
-        db.execute("UPDATE files SET title = ? WHERE fid = ? AND title = ''", (first_user_text(docs), fid))
+        db.execute(
+            "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ?",
+            (leaf, title, sig.ino, sig.size, sig.mtime, sig.tail, fid),
+        )
     return True
 
 

@@ -177,7 +177,7 @@ def _show(out: Output, hits: list[dict[str, Any]], total: int) -> None:
         line.append_text(highlighted(str(h.get("snippet") or "")))
         out.show(line)
         resumes.setdefault(str(h.get("sessionId")), h.get("resume"))
-    more = f" (of {total}{'+' if total >= 2000 else ''})" if total > len(hits) else ""
+    more = f" (of {total}{'+' if total >= 1000 else ''})" if total > len(hits) else ""
     out.show(Text(f"\n{len(hits)} hits{more}. Resume:", style="dim"))
     for session_id, command in resumes.items():
         out.show(Text(f"  {command or f'(no agent resumes {session_id})'}"))

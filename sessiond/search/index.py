@@ -20,7 +20,7 @@ from typing import Any, Final
 from .extract import Doc, entry_docs, parent_of
 from .query import like_pattern
 
-MATCH_CAP: Final = 2000
+MATCH_CAP: Final = 1000
 """Matches a query ranks at most (``total`` is capped there)."""
 QUERY_BUDGET_S: Final = 1.0
 """Seconds of SQLite work a query may take before it answers with what it found."""

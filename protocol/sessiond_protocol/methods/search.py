@@ -80,7 +80,7 @@ class SearchProgress(Result):
 
 class SearchResult(Result):
     hits: list[SearchHit]
-    total: int = Field(description="Matches found, counted up to the server's cap (2000).")
+    total: int = Field(description="Matches found, counted up to the server's cap (1000).")
     nextCursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last.")
     indexing: SearchProgress | None = Field(
         None, description="Session files indexed so far while the first build runs; null once built."

@@ -15,6 +15,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
 * :mod:`.search` — ``search`` (full-text search across sessions)
+* :mod:`.mcp` — ``mcp`` (the MCP server face, :mod:`sessiond.mcp_server`)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -32,6 +33,7 @@ def register(sub: Any) -> None:
         daemon,
         doctor,
         export,
+        mcp,
         rewind,
         search,
         service,
@@ -53,3 +55,4 @@ def register(sub: Any) -> None:
     export.register(sub)
     store.register(sub)
     search.register(sub)
+    mcp.register(sub)

@@ -98,6 +98,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA busy_timeout = 5000")
     if not readonly:
+        # Takes effect on a new, empty file only (before WAL mode writes its first page): pages
+        # the build's merged-away FTS5 segments held are then given back (incremental_vacuum).
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA cache_size = -16000")

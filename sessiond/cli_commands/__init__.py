@@ -15,6 +15,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
 * :mod:`.search` — ``search`` (full-text search across sessions)
+* :mod:`.stats` — ``stats`` (usage and cost of every agent, docs/usage.md)
 * :mod:`.mcp` — ``mcp`` (the MCP server face, :mod:`sessiond.mcp_server`)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
@@ -38,6 +39,7 @@ def register(sub: Any) -> None:
         search,
         service,
         sessions,
+        stats,
         store,
         tail,
         ui,
@@ -55,4 +57,5 @@ def register(sub: Any) -> None:
     export.register(sub)
     store.register(sub)
     search.register(sub)
+    stats.register(sub)
     mcp.register(sub)

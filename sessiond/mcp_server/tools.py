@@ -450,10 +450,12 @@ async def session_usage(link: DaemonLink, *, session: str | None, period: str | 
 
 def _usage_rows(stats: Mapping[str, Any], key: str) -> list[str]:
     lines: list[str] = []
-    for row in stats.get("rows") or []:
-        if not isinstance(row, Mapping):
-            continue
-        label = " · ".join(str(row[k]) for k in (key, "agent", "model") if row.get(k))
+    rows = [row for row in stats.get("rows") or [] if isinstance(row, Mapping)]
+    if not rows:
+        return ["no usage recorded"]
+    for row in rows:
+        parts = [str(row[k]) for k in (key, "agent", "model") if row.get(k)]
+        label = " · ".join(dict.fromkeys(parts))  # groupBy model: the period is the model
         lines.append(
             f"- {label}: in {_tokens(row.get('inputTokens'))}, out {_tokens(row.get('outputTokens'))}, "
             f"cache read {_tokens(row.get('cacheReadTokens'))}, "
@@ -465,7 +467,7 @@ def _usage_rows(stats: Mapping[str, Any], key: str) -> list[str]:
         lines.append(f"total: {_tokens(totals.get('totalTokens'))} tokens · {_cost(totals.get('cost'))}")
     if stats.get("pricesAsOf"):
         lines.append(f"(prices as of {stats['pricesAsOf']}; 'unpriced' = a model without a known price)")
-    return lines or ["no usage recorded"]
+    return lines
 
 
 # ---------------------------------------------------------------------------- file_changes
@@ -648,7 +650,11 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         *([f"- {f}" for f in files[:50]] or ["(none recorded)"]),
         "",
         "## Continue",
-        f"The conversation was copied into a new Pi session {new_id} (the source was only read):",
+        (
+            f"The conversation was copied into Pi session {new_id} earlier (the same leaf; reused)"
+            if exported.get("existing")
+            else f"The conversation was copied into a new Pi session {new_id} (the source was only read):"
+        ),
         f"- Pi: `cd {info.get('cwd')} && pi --session {new_path}`",
         f"- read it: `sessiond context {new_id}` · its tree: `sessiond tree {new_id}`",
     ]
@@ -662,6 +668,7 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         "lastAssistant": last_answer,
         "files": files,
         "filesFromHistory": with_history,
+        "reused": bool(exported.get("existing")),
         "cwd": info.get("cwd"),
     }
     return Answer("\n".join(lines), data)

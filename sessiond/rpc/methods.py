@@ -151,7 +151,7 @@ async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
 
 @HANDLERS.method("session/export")
 async def session_export(call: Caller, p: M.ExportParams) -> M.ExportResult:
-    return await call.service.export(call, p.sessionId, p.leafId)
+    return await call.service.export(call, p.sessionId, p.leafId, again=p.again)
 
 
 @HANDLERS.method("session/configure")
@@ -305,6 +305,22 @@ async def file_history_rewind(call: Caller, p: M.RewindParams) -> M.RewindResult
     return await call.service.file_history.rewind(
         call, p.sessionId, p.messageId, p.dryRun, p.force, p.conversation
     )
+
+
+@HANDLERS.method("stats/query")
+async def stats_query(call: Caller, p: M.StatsQueryParams) -> M.StatsQueryResult:
+    return await call.service.stats_query(p)
+
+
+@HANDLERS.method("stats/subscribe")
+async def stats_subscribe(call: Caller, p: M.StatsSubscribeParams) -> M.StatsUpdateResult:
+    return await call.service.stats_subscribe(call, p.sessionId, p.timezone)
+
+
+@HANDLERS.method("stats/unsubscribe")
+async def stats_unsubscribe(call: Caller, p: M.Empty) -> M.EmptyResult:
+    call.service.stats.unsubscribe(call)
+    return M.EmptyResult()
 
 
 # --------------------------------------------------------------------------- search

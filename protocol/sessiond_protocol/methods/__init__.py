@@ -94,6 +94,16 @@ from .sessions import (
     SetNameResult,
 )
 from .sessions import METHODS as _SESSIONS
+from .stats import METHODS as _STATS
+from .stats import (
+    StatsIndexing,
+    StatsQueryParams,
+    StatsQueryResult,
+    StatsRow,
+    StatsSubscribeParams,
+    StatsTotals,
+    StatsUpdateResult,
+)
 from .tree import METHODS as _TREE
 from .tree import (
     BranchParams,
@@ -115,6 +125,7 @@ METHODS: dict[str, MethodSpec] = {
     **_COMPACTION,
     **_FILE_HISTORY,
     **_SEARCH,
+    **_STATS,
 }
 """Every method by name, in the SPEC's order."""
 
@@ -188,6 +199,13 @@ __all__ = [
     "SettingsResult",
     "SnipParams",
     "SnipResult",
+    "StatsIndexing",
+    "StatsQueryParams",
+    "StatsQueryResult",
+    "StatsRow",
+    "StatsSubscribeParams",
+    "StatsTotals",
+    "StatsUpdateResult",
     "StatusClient",
     "StatusMemory",
     "StatusSession",

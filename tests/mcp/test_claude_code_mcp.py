@@ -49,10 +49,15 @@ def why_not() -> str | None:
     if not SYSTEM_PYTHON.exists():
         return f"{SYSTEM_PYTHON} not found: sessiond cannot run as uid {NOBODY}"
     version = subprocess.run(
-        [str(SYSTEM_PYTHON), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+        [str(SYSTEM_PYTHON), "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.strip()
     if version != str(sys.version_info[:2]):
-        return f"{SYSTEM_PYTHON} is Python {version}, the venv {sys.version_info[:2]}: its packages would not load"
+        return (
+            f"{SYSTEM_PYTHON} is Python {version}, the venv {sys.version_info[:2]}: its packages cannot load"
+        )
     return None
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from ..errors import InvalidArgumentError
+from ..store.regular import open_regular
 from . import index as ix
 from .database import FILE_NAME, connect, discard, open_index
 from .index import FileMeta, Filters, Page, Signature
@@ -114,7 +115,7 @@ def index_path(store_root: Path) -> Path:
 def stat_signature(path: str) -> Signature | None:
     """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO named like a session must not block the index
             st = os.fstat(f.fileno())
             if st.st_size > TAIL_BYTES:
                 f.seek(st.st_size - TAIL_BYTES)

@@ -27,6 +27,7 @@ from typing import Any
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
     from . import (  # noqa: PLC0415
+        acp,
         changes,
         completion,
         daemon,
@@ -53,3 +54,4 @@ def register(sub: Any) -> None:
     export.register(sub)
     store.register(sub)
     mcp.register(sub)
+    acp.register(sub)

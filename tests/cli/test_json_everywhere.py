@@ -85,6 +85,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "serve": ((), -1, None),
         "connect": ((), -1, None),
         "mcp": ((), -1, None),  # an MCP server on stdio: tests/mcp drives it with the SDK's client
+        "acp": ((), -1, None),  # an ACP proxy on stdio: tests/acp drives it as an editor would
     }
     assert set(cases) == subcommands()
     for command, (args, code, check) in cases.items():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, Final
@@ -30,6 +32,8 @@ from .recorder import Recorder, store_id
 LINE_LIMIT: Final = 1 << 30
 WRITE_BACKUP_WAIT: Final = 2.0
 """At most this long an ``fs/write_text_file`` waits for the daemon to back the file up."""
+AGENT_GRACE: Final = 5.0
+"""How long an agent may run on after the editor closed the connection."""
 SESSION_STARTS: Final = {
     "session/new": "new",
     "session/load": "load",
@@ -53,6 +57,13 @@ def _encode(msg: dict[str, Any]) -> bytes:
 def _key(value: Any) -> Any:
     """An id as a dict key (ids are strings or integers; anything else by its JSON)."""
     return value if isinstance(value, str | int) and not isinstance(value, bool) else orjson.dumps(value)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """Signal the agent's process group (the agent runs in one of its own: a launcher such as
+    npm's ``.bin`` wrapper and the native agent it starts end together)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 class Proxy:
@@ -80,6 +91,7 @@ class Proxy:
         self.outside: dict[str, str] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.ended_by_us = False
         self.editor_out: asyncio.StreamWriter | None = None
         self.agent_in: asyncio.StreamWriter | None = None
 
@@ -100,7 +112,11 @@ class Proxy:
         self.editor_out = editor_out
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=LINE_LIMIT,
+                process_group=0,
             )
         except OSError as exc:
             print(
@@ -111,9 +127,15 @@ class Proxy:
             return 127
         assert proc.stdin is not None and proc.stdout is not None
         self.agent_in = proc.stdin
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, _signal_group, proc.pid, sig)
         up = asyncio.create_task(self._editor_to_agent(editor_in, proc.stdin))
+        up.add_done_callback(lambda _: self._spawn(self._end_after_editor(proc)))
         await self._agent_to_editor(proc.stdout, editor_out)
         status = await proc.wait()
+        _signal_group(proc.pid, signal.SIGKILL)  # what the agent left running (its own children)
         up.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await up
@@ -124,6 +146,8 @@ class Proxy:
         await self.recorder.close()
         with contextlib.suppress(Exception):
             await editor_out.drain()
+        if self.ended_by_us:
+            return 0
         return status if status >= 0 else 128 - status
 
     async def _editor_to_agent(self, reader: asyncio.StreamReader, agent: asyncio.StreamWriter) -> None:
@@ -151,6 +175,18 @@ class Proxy:
                 await editor.drain()
             except (ConnectionError, BrokenPipeError):
                 continue  # the editor is gone; the agent is ended by its stdin closing
+
+    async def _end_after_editor(self, proc: asyncio.subprocess.Process) -> None:
+        """The editor closed our stdin (and so the agent's): an agent that keeps running anyway
+        (codex-acp does) is terminated after :data:`AGENT_GRACE`, killed after as long again;
+        the proxy then exits 0, as the editor ended the conversation."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                await asyncio.wait_for(proc.wait(), AGENT_GRACE)
+                return
+            except TimeoutError:
+                self.ended_by_us = True
+                _signal_group(proc.pid, sig)
 
     # ------------------------------------------------------------------ editor -> agent
 

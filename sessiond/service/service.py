@@ -36,9 +36,12 @@ from ..model.tokens import get_estimator
 from ..store.backend import open_store
 from ..store.export import export_to_pi
 from ..store.journal import Durability
+from ..store.layout import check_cwd_fits
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
+from ..store.remote import arriving
 from ..store.session import PendingAppend, Session
+from ..usage.report import Query
 from . import views
 from .catalog import Catalog, Listed
 from .compactor import Compactor
@@ -52,6 +55,7 @@ from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
 from .settings import SessionSettings
+from .usage import UsageFeed
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
 
@@ -77,6 +81,9 @@ class Service:
         self.registry = SessionRegistry(self.catalog, self.hub, self.estimator, window_for, config.durability)
         self.compactor = Compactor(self.registry, self.settings, config)
         self.follower = Follower(self.registry, self.listing, config.watch)
+        self.stats = UsageFeed(config, self.hub)
+        """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
+        self.follower.listeners.append(self.stats.changed)
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )
@@ -125,6 +132,7 @@ class Service:
 
     def close_all(self) -> None:
         self.registry.close_all()
+        self.stats.close()
         self.listing.save()
         self.store.close()
 
@@ -140,6 +148,7 @@ class Service:
     ) -> M.NewResult:
         if not os.path.isabs(cwd):
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        check_cwd_fits(cwd)
         if session_id is None:
             session = await self._create(cwd, None, parent_session)
             host = self.registry.adopt(session, user=user)
@@ -172,7 +181,10 @@ class Service:
         host = await self.registry.host(session_id, user)
         if subscribe:
             self.subscribe(user, host)
-        return host.describe()
+        row = None
+        if host.root is not None:
+            row = await anyio.to_thread.run_sync(self.catalog.info_of, host.root, host.session.path)
+        return host.describe(row)
 
     def subscribe(self, user: Peer, host: SessionHost) -> None:
         """Subscribe ``user`` to the session's updates, starting with how full its context is."""
@@ -262,13 +274,16 @@ class Service:
             # A shared log: committing waits for the cluster (a leader election may take
             # seconds), so it runs in a worker thread, one append of the host at a time, in the
             # order they arrived (the lock is fair) — the loop keeps serving everyone else.
-            async with host.write_order:
-                pending = await anyio.to_thread.run_sync(
-                    lambda: writer.begin_append(
-                        entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+            # The cluster's ack_wait counts from here, the time queued behind this session's
+            # earlier writes included (store/remote.py: arriving).
+            with arriving():
+                async with host.write_order:
+                    pending = await anyio.to_thread.run_sync(
+                        lambda: writer.begin_append(
+                            entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+                        )
                     )
-                )
-                ids = await host.complete(pending)
+                    ids = await host.complete(pending)
         self.compactor.after_append(host, ids)
         return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
 
@@ -371,6 +386,21 @@ class Service:
             sessionId=forked.id, path=str(forked.path), leafId=forked.leaf_id, saved=forked.flushed, **fields
         )
 
+    async def stats_query(self, p: M.StatsQueryParams) -> M.StatsQueryResult:
+        """``stats/query``: the usage records grouped as asked (docs/usage.md)."""
+        if p.sessionId is not None:
+            await self._known_session(p.sessionId)
+        query = Query(p.groupBy, p.agent, p.cwd, p.since, p.until, p.timezone, p.breakdown, p.sessionId)
+        return M.StatsQueryResult.model_construct(**(await self.stats.query(query)))
+
+    async def stats_subscribe(
+        self, user: Peer, session_id: str | None, timezone: str | None
+    ) -> M.StatsUpdateResult:
+        """``stats/subscribe``: ``stats_update`` to ``user`` from now on; the numbers now."""
+        if session_id is not None:
+            await self._known_session(session_id)
+        return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
+
     async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
         """Any session's context as a new Pi session in the store (``sessiond export``'s work),
         served at once like a fork; the source is only read."""
@@ -403,6 +433,13 @@ class Service:
                 "leafId": leaf_id if leaf_id is not None else source.leaf_id,
             },
         )
+
+    async def _known_session(self, session_id: str) -> None:
+        """A session the stats may name: open, in a root, or with usage records (a Claude Code
+        parent only its sub-agents' files name); else ``SessionNotFoundError``."""
+        if session_id in self.registry.hosts or await self.stats.knows(session_id):
+            return
+        await anyio.to_thread.run_sync(self.catalog.find, session_id)
 
     async def configure(self, user: Peer, session_id: str, context_window: int | None) -> M.ConfigureResult:
         host = await self.registry.host(session_id, user)

@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
+    acp,
     agents,
     compaction,
     filehistory,
@@ -69,6 +70,7 @@ MODULES: tuple[ModuleType, ...] = (
     jetstream,
     ui,
     mcp,
+    acp,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""

@@ -19,7 +19,9 @@ import contextlib
 import itertools
 import os
 import signal
+import stat
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -57,6 +59,21 @@ def _encode(msg: dict[str, Any]) -> bytes:
 def _key(value: Any) -> Any:
     """An id as a dict key (ids are strings or integers; anything else by its JSON)."""
     return value if isinstance(value, str | int) and not isinstance(value, bool) else orjson.dumps(value)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd`` (a pipe, a socket or a terminal)."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
+def _read_in_thread(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    def pump() -> None:
+        while chunk := os.read(fd, 1 << 16):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="sessiond-acp-stdin", daemon=True).start()
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -100,7 +117,10 @@ class Proxy:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         editor_in = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(editor_in), sys.stdin.buffer)
+        if _pollable(sys.stdin.fileno()):
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(editor_in), sys.stdin.buffer)
+        else:  # a file or /dev/null, which epoll refuses: read it in a thread
+            _read_in_thread(sys.stdin.fileno(), editor_in, loop)
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, sys.stdout.buffer
         )

@@ -4,8 +4,10 @@ spaces apart, records the session through the real daemon, and answers ``session
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +172,64 @@ async def test_what_the_editor_saw_is_recorded_and_replayed_exactly(daemon: Daem
         await client.close()
     roles = [m["message"]["role"] for m in context["messages"]]
     assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
+
+
+async def test_without_a_daemon_the_proxy_relays_and_says_so_once(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "SESSIOND_HOME": str(tmp_path / "store"), "FAKE_AGENT_CWD": str(work)}
+    env.pop("SESSIOND_CONFIG", None)
+    editor = await Editor.start(tmp_path / "no-daemon.sock", env, "--no-start")
+    editor.handlers = {"session/request_permission": _allow, "fs/write_text_file": _write_file}
+    await editor.request(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    new, _ = await editor.request(1, "session/new", {"cwd": str(work), "mcpServers": []})
+    sid = new["result"]["sessionId"]
+    for rid in (2, 3):  # two turns: recording fails on both, the relay does not notice
+        answer, seen = await editor.request(
+            rid, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+        )
+        assert answer["result"]["stopReason"] == "end_turn"
+        assert any(m.get("method") == "fs/write_text_file" for m in seen)
+    code, stderr = await editor.finish()
+    assert code == 0
+    assert stderr.count("sessiond acp: not recording:") == 1, stderr
+    assert "Traceback" not in stderr
+
+
+async def test_no_agent_command_is_a_usage_error(tmp_path: Path) -> None:
+    env = {**os.environ, "SESSIOND_HOME": str(tmp_path / "store")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sessiond",
+        "acp",
+        "--no-start",
+        "--",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 2 and out == b""
+    assert b"no agent command" in err
+
+
+async def test_an_agent_that_cannot_start_is_exit_127(tmp_path: Path) -> None:
+    env = {**os.environ, "SESSIOND_HOME": str(tmp_path / "store")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sessiond",
+        "acp",
+        "--no-record",
+        "--",
+        str(tmp_path / "no-such-agent"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 127 and out == b""
+    assert b"cannot start" in err and b"Traceback" not in err

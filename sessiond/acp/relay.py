@@ -30,6 +30,7 @@ import orjson
 from .answers import acp_header, list_sessions, recorded_entries, replay
 from .link import DaemonError, Unavailable
 from .recorder import Recorder, store_id
+from .rewind import BadParams, rewind
 
 LINE_LIMIT: Final = 1 << 30
 WRITE_BACKUP_WAIT: Final = 2.0
@@ -333,7 +334,16 @@ class Proxy:
         if method == "session/load" and self.answer_load:
             self._spawn(self._answer(msg, self._load(params)))
             return True
+        if method == "_sessiond/rewind":
+            self._spawn(self._answer(msg, self._rewind(params)))
+            return True
         return False
+
+    async def _rewind(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.recorder.link is None:
+            raise Unavailable("not recording (--no-record): nothing to rewind")
+        await self.recorder.drain()
+        return await rewind(self.recorder.link, params)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -344,6 +354,8 @@ class Proxy:
         answer: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
         try:
             answer["result"] = await work
+        except BadParams as exc:
+            answer["error"] = {"code": -32602, "message": exc.message, "data": {"field": exc.field}}
         except LookupError as exc:
             answer["error"] = {"code": -32002, "message": str(exc.args[0])}
         except DaemonError as exc:

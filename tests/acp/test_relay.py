@@ -83,15 +83,33 @@ async def test_the_relay_changes_no_byte_and_keeps_the_id_spaces_apart(
     assert echo["result"] == {"a": [1, 2], "_meta": {"k": "v"}}
     await editor.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 77}})
     listed, _ = await editor.request(3, "session/list", {"cwd": str(work)})  # answered by the proxy
+    # Rewind from the editor: a dry run first changes nothing, then the file is restored
+    # (it did not exist before the prompt).
+    bad, _ = await editor.request(4, "_sessiond/rewind", {"sessionId": sid, "prompt": 5})
+    assert bad["error"]["code"] == -32602 and bad["error"]["data"] == {"field": "prompt"}
+    dry, _ = await editor.request(5, "_sessiond/rewind", {"sessionId": sid, "prompt": 0})
+    assert "result" in dry, dry
+    assert dry["result"]["dryRun"] is True and [f["path"] for f in dry["result"]["files"]] == ["out.txt"]
+    assert (work / "out.txt").exists()
+    done, _ = await editor.request(6, "_sessiond/rewind", {"sessionId": sid, "prompt": 0, "dryRun": False})
+    assert done["result"]["deleted"] == 1 and done["result"]["undoId"], done
+    assert not (work / "out.txt").exists()
     await editor.send({"jsonrpc": "2.0", "method": "_fake/exit", "params": {"status": 3}})
     code, stderr = await editor.finish()
     assert code == 3, stderr
     assert "fake agent: started" in stderr  # the agent's stderr is the proxy's
 
-    sent_to_agent = [line for line in editor.sent if b'"session/list"' not in line]
+    sent_to_agent = [
+        line for line in editor.sent if b'"session/list"' not in line and b"_sessiond/" not in line
+    ]
     assert _lines(tmp_path / "agent.in") == sent_to_agent
     from_agent = _lines(tmp_path / "agent.out")
-    relayed = [line for line in editor.received if b'"sessions"' not in line]
+    answered_here = {3, 4, 5, 6}
+    relayed = [
+        line
+        for line in editor.received
+        if json.loads(line).get("id") not in answered_here or b'"method"' in line
+    ]
     assert len(relayed) == len(from_agent)
     # Byte for byte, except the initialize answer, which gained the capabilities the proxy adds.
     assert relayed[1:] == from_agent[1:]

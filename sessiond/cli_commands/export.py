@@ -76,26 +76,14 @@ def _open(target: str, config: Any) -> tuple[Any, dict[str, Any]]:
 def _earlier_exports(config: Any, source_id: str, leaf: Any) -> list[str]:
     """The store's sessions that are exports of ``source_id`` at ``leaf`` (the same copy): the
     listing knows each session's source from its first entry, the entry itself its leaf."""
+    from ..store.export import exported_leaf  # noqa: PLC0415
     from ..store.listing import list_sessions  # noqa: PLC0415
 
     return [
         str(i.id)
         for i in list_sessions(config.layout)
-        if i.export_of == source_id and _exported_leaf(i.path) == leaf
+        if i.export_of == source_id and exported_leaf(str(i.path)) == leaf
     ]
-
-
-def _exported_leaf(path: str) -> Any:
-    """The ``leafId`` an export's first entry (``sessiond.export``) records; None if unreadable."""
-    import json  # noqa: PLC0415
-
-    try:
-        with open(path, "rb") as f:
-            f.readline()
-            marker = json.loads(f.readline())
-        return marker["data"]["source"]["leafId"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 async def cmd_export(args: argparse.Namespace, out: Output) -> int:

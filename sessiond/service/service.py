@@ -34,7 +34,7 @@ from ..model import entries as E
 from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
 from ..store.backend import open_store
-from ..store.export import export_to_pi
+from ..store.export import export_to_pi, exported_leaf
 from ..store.journal import Durability
 from ..store.layout import check_cwd_fits
 from ..store.listing import ListingCache
@@ -401,14 +401,30 @@ class Service:
             await self._known_session(session_id)
         return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
 
-    async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
+    async def export(
+        self, user: Peer, session_id: str, leaf_id: str | None, *, again: bool = False
+    ) -> M.ExportResult:
         """Any session's context as a new Pi session in the store (``sessiond export``'s work),
-        served at once like a fork; the source is only read."""
+        served at once like a fork; the source is only read. An export of the same session at
+        the same leaf made before is answered instead of a second identical copy, unless
+        ``again``."""
         host = await self.registry.host(session_id, user)
         source = host.session
         if leaf_id is not None and leaf_id not in source.tree:
             raise EntryNotFoundError(leaf_id)
+        leaf = leaf_id if leaf_id is not None else source.leaf_id
         info: dict[str, Any] = {"format": host.root.format, "root": host.root.name, "path": str(source.path)}
+        if not again:
+            earlier = await anyio.to_thread.run_sync(lambda: self._earlier_export(source.id, leaf))
+            if earlier is not None:
+                return M.ExportResult.model_construct(
+                    sessionId=earlier.info.id,
+                    path=str(earlier.info.path),
+                    cwd=earlier.info.cwd,
+                    entryCount=earlier.info.message_count,
+                    source={**info, "sessionId": source.id, "leafId": leaf},
+                    existing=True,
+                )
         kwargs: dict[str, Any] = {} if leaf_id is None else {"leaf": leaf_id}
         exported: Session = await anyio.to_thread.run_sync(
             lambda: self.store.adopt(
@@ -427,12 +443,17 @@ class Service:
             path=str(exported.path),
             cwd=exported.cwd,
             entryCount=exported.entry_count,
-            source={
-                **info,
-                "sessionId": source.id,
-                "leafId": leaf_id if leaf_id is not None else source.leaf_id,
-            },
+            source={**info, "sessionId": source.id, "leafId": leaf},
+            existing=False,
         )
+
+    def _earlier_export(self, source_id: str, leaf: Any) -> Listed | None:
+        """A store session that is an export of ``source_id`` at ``leaf`` (the listing knows each
+        session's source from its first entry; that entry records the leaf)."""
+        for listed in self.catalog.list_all(root=self.catalog.roots[0].name):
+            if listed.info.export_of == source_id and exported_leaf(str(listed.info.path)) == leaf:
+                return listed
+        return None
 
     async def _known_session(self, session_id: str) -> None:
         """A session the stats may name: open, in a root, or with usage records (a Claude Code

@@ -214,7 +214,9 @@ class Methods:
         return result
 
     @rpc("session/export")
-    async def session_export(self, session_id: str, *, leaf_id: str | None = None) -> M.ExportResult:
+    async def session_export(
+        self, session_id: str, *, leaf_id: str | None = None, again: bool = False
+    ) -> M.ExportResult:
         """``session/export``: Write the conversation any session's agent would resume with (its
         context at the leaf, or at `leafId`) as a new native Pi session in sessiond's store,
         whatever its format (Claude Code, Codex, OpenCode, Pi, sessiond). The source is only read.
@@ -222,6 +224,8 @@ class Methods:
 
         Args:
             leaf_id: Export the context at this entry instead of the current leaf.
+            again: Write another copy even when the store holds an export of this session at the
+            same leaf (otherwise that export is answered, `existing: true`).
         """
         result: M.ExportResult = await self._call("session/export", locals())
         return result

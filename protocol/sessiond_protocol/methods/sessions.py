@@ -203,6 +203,11 @@ class ExportParams(SessionRef):
     leafId: EntryId | None = Field(
         None, description="Export the context at this entry instead of the current leaf."
     )
+    again: bool = Field(
+        False,
+        description="Write another copy even when the store holds an export of this session at "
+        "the same leaf (otherwise that export is answered, `existing: true`).",
+    )
 
 
 class ExportResult(Result):
@@ -211,6 +216,9 @@ class ExportResult(Result):
     cwd: str
     entryCount: int = Field(description="Entries written (the export marker included).")
     source: dict[str, Any] = Field(description="Where it came from: {sessionId, root, format, path, leafId}.")
+    existing: bool = Field(
+        False, description="An earlier export of the same session at the same leaf, not a new copy."
+    )
 
 
 class ConfigureParams(SessionRef):

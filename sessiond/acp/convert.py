@@ -127,6 +127,7 @@ class SessionTranscript:
             call_id = str(update.get("toolCallId", ""))
             if call_id in self.calls:
                 self.calls[call_id].update({k: v for k, v in update.items() if v is not None})
+                self._refresh(call_id)
             else:
                 self._call(update)
             status = update.get("status")
@@ -196,6 +197,16 @@ class SessionTranscript:
                 "arguments": raw_input if isinstance(raw_input, dict) else {"input": raw_input},
             }
         )
+
+    def _refresh(self, call_id: str) -> None:
+        """A later update named the call or gave its input: the pending part says so too."""
+        call = self.calls[call_id]
+        for part in self.parts:
+            if part["type"] == "toolCall" and part["id"] == call_id:
+                part["name"] = str(call.get("title") or call.get("kind") or "tool")
+                raw_input = call.get("rawInput")
+                if raw_input is not None:
+                    part["arguments"] = raw_input if isinstance(raw_input, dict) else {"input": raw_input}
 
     def _result(self, call_id: str, failed: bool) -> dict[str, Any]:
         call = self.calls.get(call_id, {})

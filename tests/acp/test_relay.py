@@ -251,3 +251,34 @@ async def test_an_agent_that_cannot_start_is_exit_127(tmp_path: Path) -> None:
     out, err = await proc.communicate()
     assert proc.returncode == 127 and out == b""
     assert b"cannot start" in err and b"Traceback" not in err
+
+
+async def test_two_editors_at_once_are_two_recorded_sessions(daemon: Daemon, tmp_path: Path) -> None:
+    works = [tmp_path / "one", tmp_path / "two"]
+    for work in works:
+        work.mkdir()
+    runs = await asyncio.gather(*(_first_session(daemon, work, work) for work in works))
+    for editor, _, _ in runs:
+        assert (await editor.finish())[0] == 0
+    client = await daemon.client()
+    try:
+        for (_, sid, seen), work in zip(runs, works, strict=True):
+            context = await client.request("context/get", {"sessionId": sid})
+            said = "".join(
+                m["params"]["update"]["content"]["text"]
+                for m in seen
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            )
+            recorded = "".join(
+                p.get("text", "")
+                for m in context["messages"]
+                if m["message"]["role"] == "assistant"
+                for p in m["message"]["content"]
+            )
+            assert recorded == said
+            assert (work / "out.txt").exists()
+            listed = await client.request("session/list", {"cwd": str(work)})
+            assert [s["sessionId"] for s in listed["sessions"]] == [sid]
+    finally:
+        await client.close()

@@ -1,8 +1,10 @@
 """End to end, offline: the ACP TypeScript SDK's client as the editor, ``sessiond acp`` in the
 middle, Zed's ``codex-acp`` (the Codex engine) as the agent against the loopback Responses API
-stand-in of tests/agents/codex. The transcript the editor saw is the one recorded (read back
-through the daemon's ``context/get``), and once the agent process is gone a new proxy loads the
-session by replaying exactly what the editor saw.
+stand-in of tests/agents/codex (with ``approval_policy = "untrusted"``, so the command the model
+asks for needs the editor's permission, asked through the proxy). The transcript the editor
+saw is the one recorded (read back through the daemon's ``context/get``), the permission
+decision is recorded, and once the agent process is gone a new proxy loads the session by
+replaying exactly what the editor saw.
 
 ``scripts/setup-acp`` installs the SDK and codex-acp into ``.cache/acp``; without them (or
 without Node) the tests skip and say why.
@@ -61,7 +63,7 @@ def _codex_home(tmp: Path, api: StandIn) -> dict[str, str]:
     (home / "config.toml").write_text(
         f"""model = "gpt-5.5"
 model_provider = "standin"
-approval_policy = "never"
+approval_policy = "untrusted"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
@@ -145,11 +147,17 @@ async def test_codex_acp_through_the_proxy_is_recorded_and_loads_again(
     kinds = {u["update"]["sessionUpdate"] for u in updates}
     assert {"agent_message_chunk", "tool_call"} <= kinds, kinds
 
+    # untrusted: codex-acp asks the editor before running the command; the SDK editor allowed it.
+    assert [p["toolCall"]["toolCallId"] for p in first["permissions"]] == ["call_a"]
     client = await daemon.client()
     try:
         context = await client.request("context/get", {"sessionId": sid})
+        entries = (await client.request("session/entries", {"sessionId": sid, "limit": 1000}))["entries"]
     finally:
         await client.close()
+    [decision] = [e["data"] for e in entries if e.get("customType") == "acp.permission"]
+    assert decision["toolCall"] == first["permissions"][0]["toolCall"]
+    assert decision["outcome"]["outcome"] == "selected"
     messages = [m["message"] for m in context["messages"]]
     assert messages[0] == {**messages[0], "role": "user", "content": [{"type": "text", "text": "make a.txt"}]}
     said = "".join(

@@ -100,6 +100,7 @@ class Proxy:
         self.answered_here: set[Any] = set()
         self.answer_list = False
         self.answer_load = False
+        self.answer_resume = False
         self.agent_loads = False
         self.silent: set[str] = set()
         """Agent sessions whose updates are not relayed (the proxy is loading them itself)."""
@@ -316,8 +317,12 @@ class Proxy:
         self.agent_loads = caps.get("loadSession") is True
         self.answer_load = self.own_sessions or not self.agent_loads
         self.answer_list = self.own_sessions or session_caps.get("list") is None
+        self.answer_resume = self.own_sessions or session_caps.get("resume") is None
         if self.recorder.link is None:
-            self.answer_load = self.answer_list = False
+            self.answer_load = self.answer_list = self.answer_resume = False
+        if self.answer_resume:
+            session_caps["resume"] = session_caps.get("resume") or {}
+            caps["sessionCapabilities"] = session_caps
         if self.answer_load:
             caps["loadSession"] = True
         if self.answer_list:
@@ -333,6 +338,9 @@ class Proxy:
             return True
         if method == "session/load" and self.answer_load:
             self._spawn(self._answer(msg, self._load(params)))
+            return True
+        if method == "session/resume" and self.answer_resume:
+            self._spawn(self._answer(msg, self._load(params, replaying=False)))
             return True
         if method == "_sessiond/rewind":
             self._spawn(self._answer(msg, self._rewind(params)))
@@ -378,8 +386,9 @@ class Proxy:
         await self.recorder.drain()
         return await list_sessions(self.recorder.link, params)
 
-    async def _load(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Replay the recorded session, then give the agent a session to go on with."""
+    async def _load(self, params: dict[str, Any], *, replaying: bool = True) -> dict[str, Any]:
+        """Replay the recorded session (not for a resume), then give the agent a session to go
+        on with."""
         link = self.recorder.link
         assert link is not None
         sid = params.get("sessionId")
@@ -394,7 +403,7 @@ class Proxy:
         if header is None:
             raise LookupError(f"Resource not found: session {sid} was not recorded by sessiond acp")
         agent_sid = await self._agent_session(sid, params)
-        for update in replay(entries, sid):
+        for update in replay(entries, sid) if replaying else []:
             await self._to_editor(_encode({"jsonrpc": "2.0", "method": "session/update", "params": update}))
         result: dict[str, Any] = {}
         for name in ("modes", "models"):
@@ -403,7 +412,8 @@ class Proxy:
         if agent_sid != sid:
             self.inside[sid] = agent_sid
             self.outside[agent_sid] = sid
-        self.recorder.session_started(sid, str(params.get("cwd", header.get("cwd", ""))), "load", result)
+        how = "load" if replaying else "resume"
+        self.recorder.session_started(sid, str(params.get("cwd", header.get("cwd", ""))), how, result)
         return result
 
     async def _agent_session(self, sid: str, params: dict[str, Any]) -> str:

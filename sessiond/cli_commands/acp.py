@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
             "A proxy for the Agent Client Protocol on stdio: it starts AGENT, relays every message "
             "between the editor and it unchanged, records each ACP session in sessiond through the "
             "store's daemon (started when none runs), and answers session/list and session/load for "
-            "agents that lack them. Exits with the agent's status. See docs/acp.md."
+            "agents that lack them (and session/resume). Exits with the agent's status. See docs/acp.md."
         ),
     )
     add_store_options(p)
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--own-sessions",
         action="store_true",
-        help="answer session/list and session/load from sessiond's record even when the agent has them",
+        help="answer session/list, /load and /resume from sessiond's record even when the agent has them",
     )
     add_json_option(p)  # accepted like every command's: the stream is ACP (JSON-RPC) either way
     p.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent's command and arguments")

@@ -115,7 +115,8 @@ async def test_the_relay_changes_no_byte_and_keeps_the_id_spaces_apart(
     assert relayed[1:] == from_agent[1:]
     theirs, ours = json.loads(from_agent[0]), json.loads(relayed[0])
     caps = ours["result"]["agentCapabilities"]
-    assert caps.pop("loadSession") is True and caps.pop("sessionCapabilities") == {"list": {}}
+    assert caps.pop("loadSession") is True
+    assert caps.pop("sessionCapabilities") == {"list": {}, "resume": {}}
     theirs["result"]["agentCapabilities"].pop("loadSession")
     assert ours == theirs
 
@@ -190,6 +191,24 @@ async def test_what_the_editor_saw_is_recorded_and_replayed_exactly(daemon: Daem
         await client.close()
     roles = [m["message"]["role"] for m in context["messages"]]
     assert roles == ["user", "assistant", "toolResult", "assistant"] * 2
+
+    # session/resume: the same without the replay.
+    third = await Editor.start(daemon.socket, _env(daemon, tmp_path, work))
+    third.handlers = {"session/request_permission": _allow, "fs/write_text_file": _write_file}
+    await third.request(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    resumed, nothing = await third.request(1, "session/resume", {"sessionId": sid, "cwd": str(work)})
+    assert "result" in resumed and nothing == []
+    answer, more = await third.request(
+        2, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "3"}]}
+    )
+    assert answer["result"]["stopReason"] == "end_turn" and {m["params"]["sessionId"] for m in more} == {sid}
+    assert (await third.finish())[0] == 0
+    client = await daemon.client()
+    try:
+        context = await client.request("context/get", {"sessionId": sid})
+    finally:
+        await client.close()
+    assert len(context["messages"]) == 12
 
 
 async def test_without_a_daemon_the_proxy_relays_and_says_so_once(tmp_path: Path) -> None:

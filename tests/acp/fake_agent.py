@@ -4,7 +4,8 @@ It writes its lines in unusual but valid JSON (spaces after separators, escaped 
 ``_meta``), so a proxy that re-serialised anything would be caught, and it logs every line it
 received and sent, byte for byte, to ``$FAKE_AGENT_LOG.in`` / ``.out``. ``loadSession`` and
 ``session/list`` it does not implement. A prompt runs one scripted turn: a thought, text, a
-tool call, a permission request and an ``fs/write_text_file`` request to the editor (its ids
+tool call, a permission request (answered ``cancelled``: the turn ends ``cancelled``) and an
+``fs/write_text_file`` request to the editor (its ids
 start at 0, overlapping the editor's), the tool's result, an extension notification, a plan,
 then the answer. The notification ``_fake/exit`` ends it with the status in its params.
 """
@@ -92,7 +93,12 @@ def turn(sid: str, rid: Any, prompt: list[Any]) -> None:
             ],
         },
     )
-    allowed = (answer.get("result") or {}).get("outcome", {}).get("optionId") == "allow"
+    outcome = (answer.get("result") or {}).get("outcome", {})
+    if outcome.get("outcome") == "cancelled":  # the editor cancelled the turn meanwhile
+        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "failed"})
+        send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "cancelled"}})
+        return
+    allowed = outcome.get("optionId") == "allow"
     if allowed:
         path = os.path.join(os.environ.get("FAKE_AGENT_CWD", "."), "out.txt")
         ask("fs/write_text_file", {"sessionId": sid, "path": path, "content": text + "\n"})

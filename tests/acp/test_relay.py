@@ -301,3 +301,44 @@ async def test_two_editors_at_once_are_two_recorded_sessions(daemon: Daemon, tmp
             assert [s["sessionId"] for s in listed["sessions"]] == [sid]
     finally:
         await client.close()
+
+
+async def test_a_cancelled_turn_passes_the_cancel_and_records_the_failed_call(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    editor = await Editor.start(daemon.socket, _env(daemon, tmp_path, work))
+    await editor.request(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    new, _ = await editor.request(1, "session/new", {"cwd": str(work), "mcpServers": []})
+    sid = new["result"]["sessionId"]
+    await editor.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+        }
+    )
+    while "id" not in (msg := await editor.next()) or "method" not in msg:
+        pass
+    assert msg["method"] == "session/request_permission"
+    # As ACP says: the editor sends session/cancel, then answers what is pending as cancelled.
+    await editor.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
+    await editor.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": {"outcome": "cancelled"}}})
+    while (answer := await editor.next()).get("id") != 2 or "method" in answer:
+        pass
+    assert answer["result"]["stopReason"] == "cancelled"
+    assert (await editor.finish())[0] == 0
+    assert any(b'"session/cancel"' in line for line in _lines(tmp_path / "agent.in"))
+    client = await daemon.client()
+    try:
+        context = await client.request("context/get", {"sessionId": sid})
+        entries = (await client.request("session/entries", {"sessionId": sid, "limit": 1000}))["entries"]
+    finally:
+        await client.close()
+    messages = [m["message"] for m in context["messages"]]
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult"]
+    assert messages[2]["isError"] is True
+    [decision] = [e["data"] for e in entries if e.get("customType") == "acp.permission"]
+    assert decision["outcome"] == {"outcome": "cancelled"}

@@ -30,7 +30,7 @@ import orjson
 from .answers import acp_header, list_sessions, recorded_entries, replay
 from .link import DaemonError, Unavailable
 from .recorder import Recorder, store_id
-from .rewind import BadParams, rewind
+from .rewind import REWIND_COMMAND, BadParams, describe, rewind, rewind_command
 
 LINE_LIMIT: Final = 1 << 30
 WRITE_BACKUP_WAIT: Final = 2.0
@@ -275,8 +275,10 @@ class Proxy:
                 self.from_agent[_key(msg["id"])] = (method, params)
                 if method == "fs/write_text_file":
                     wait = self.recorder.file_write(outer, "before")
-            elif method == "session/update" and outer.get("sessionId") not in self.replaying:
-                self.recorder.update(outer)
+            elif method == "session/update":
+                outer = self._with_rewind_command(outer)
+                if outer.get("sessionId") not in self.replaying:
+                    self.recorder.update(outer)
             if outer is not params:
                 line = _encode({**msg, "params": outer})
         return line, wait
@@ -345,7 +347,46 @@ class Proxy:
         if method == "_sessiond/rewind":
             self._spawn(self._answer(msg, self._rewind(params)))
             return True
+        if method == "session/prompt" and self.recorder.link is not None:
+            command = rewind_command(params.get("prompt"))
+            if command is not None:
+                self._spawn(self._answer(msg, self._rewind_prompt(params, *command)))
+                return True
         return False
+
+    def _with_rewind_command(self, params: dict[str, Any]) -> dict[str, Any]:
+        """An ``available_commands_update`` with the proxy's ``/rewind`` added (when recording)."""
+        update = params.get("update")
+        if (
+            self.recorder.link is None
+            or not isinstance(update, dict)
+            or update.get("sessionUpdate") != "available_commands_update"
+            or not isinstance(update.get("availableCommands"), list)
+            or any(isinstance(c, dict) and c.get("name") == "rewind" for c in update["availableCommands"])
+        ):
+            return params
+        commands = [*update["availableCommands"], REWIND_COMMAND]
+        return {**params, "update": {**update, "availableCommands": commands}}
+
+    async def _rewind_prompt(self, params: dict[str, Any], prompt: int | None, apply: bool) -> dict[str, Any]:
+        """``/rewind [N] [apply]`` typed in the editor: the rewind's report as the turn's text."""
+        query: dict[str, Any] = {"sessionId": params.get("sessionId"), "dryRun": not apply}
+        if prompt is not None:
+            query["prompt"] = prompt - 1
+        try:
+            text = describe(await self._rewind(query))
+        except BadParams as exc:
+            text = f"/rewind: {exc.message}"
+        except (DaemonError, Unavailable) as exc:
+            text = f"/rewind: {exc}"
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": params.get("sessionId"), "update": chunk},
+        }
+        await self._to_editor(_encode(note))
+        return {"stopReason": "end_turn"}
 
     async def _rewind(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.recorder.link is None:

@@ -12,10 +12,47 @@ alone unless ``force``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .link import DaemonLink
 from .recorder import store_id
+
+REWIND_COMMAND: Final = {
+    "name": "rewind",
+    "description": "sessiond: restore the files changed since prompt N (shows first; add `apply` to do it)",
+    "input": {"hint": "[prompt number] [apply]"},
+}
+"""The slash command the proxy adds to the agent's ``available_commands_update``."""
+
+
+def rewind_command(prompt: Any) -> tuple[int | None, bool] | None:
+    """``/rewind [N] [apply]`` as (N, apply); None when the prompt is not that command."""
+    if not isinstance(prompt, list) or len(prompt) != 1 or not isinstance(prompt[0], dict):
+        return None
+    text = prompt[0].get("text")
+    if prompt[0].get("type") != "text" or not isinstance(text, str):
+        return None
+    words = text.split()
+    if not words or words[0] != "/rewind":
+        return None
+    number = next((int(w) for w in words[1:] if w.isdigit()), None)
+    return number, "apply" in words[1:]
+
+
+def describe(result: dict[str, Any]) -> str:
+    """A rewind's answer as text for the editor's transcript."""
+    verb = "would" if result.get("dryRun") else "did"
+    lines = [f"sessiond rewind ({'dry run' if result.get('dryRun') else 'applied'}):"]
+    for f in result.get("files") or []:
+        reason = f" ({f['reason']})" if f.get("reason") else ""
+        lines.append(f"- {f.get('path')}: {verb} {f.get('action')} [{f.get('status')}]{reason}")
+    if len(lines) == 1:
+        lines.append("nothing to restore")
+    if result.get("dryRun"):
+        lines.append("Run `/rewind N apply` to restore.")
+    elif result.get("undoId"):
+        lines.append(f"Undo with _sessiond/rewind messageId {result['undoId']}.")
+    return "\n".join(lines)
 
 
 class BadParams(Exception):

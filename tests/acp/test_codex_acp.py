@@ -144,6 +144,13 @@ async def test_codex_acp_through_the_proxy_is_recorded_and_loads_again(
     assert (work / "a.txt").read_text() == "one\n"
     sid = first["sessionId"]
     updates = first["updates"]
+    # The proxy added its /rewind to the commands codex-acp announced (and changed nothing else).
+    announced = [
+        u["update"]["availableCommands"]
+        for u in updates
+        if u["update"]["sessionUpdate"] == "available_commands_update"
+    ]
+    assert announced and all([c["name"] for c in a].count("rewind") == 1 for a in announced)
     kinds = {u["update"]["sessionUpdate"] for u in updates}
     assert {"agent_message_chunk", "tool_call"} <= kinds, kinds
 

@@ -342,3 +342,27 @@ async def test_a_cancelled_turn_passes_the_cancel_and_records_the_failed_call(
     assert messages[2]["isError"] is True
     [decision] = [e["data"] for e in entries if e.get("customType") == "acp.permission"]
     assert decision["outcome"] == {"outcome": "cancelled"}
+
+
+async def test_the_rewind_slash_command_shows_then_restores(daemon: Daemon, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    editor, sid, _ = await _first_session(daemon, tmp_path, work)
+
+    async def command(rid: int, text: str) -> str:
+        answer, seen = await editor.request(
+            rid, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+        )
+        assert answer["result"] == {"stopReason": "end_turn"}
+        [said] = [m["params"]["update"]["content"]["text"] for m in seen]
+        return str(said)
+
+    shown = await command(3, "/rewind")
+    assert "out.txt: would delete" in shown and "/rewind N apply" in shown
+    assert (work / "out.txt").exists()
+    assert "prompt must be" in await command(4, "/rewind 9 apply")
+    done = await command(5, "/rewind 1 apply")
+    assert "out.txt: did delete" in done, done
+    assert not (work / "out.txt").exists()
+    assert (await editor.finish())[0] == 0
+    assert not any(b"/rewind" in line for line in _lines(tmp_path / "agent.in"))  # never the agent's

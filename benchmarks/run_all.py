@@ -29,7 +29,6 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
-    acp,
     agents,
     compaction,
     filehistory,
@@ -37,7 +36,6 @@ from benchmarks import (
     jetstream,
     journal,
     listing,
-    mcp,
     rpc,
     service,
     ui,
@@ -69,8 +67,6 @@ MODULES: tuple[ModuleType, ...] = (
     agents,
     jetstream,
     ui,
-    mcp,
-    acp,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""

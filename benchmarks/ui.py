@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         (store_dir / "2026-01-01T00-00-00-000Z_bench-small.jsonl").write_bytes(small.jsonl())
         log("generating a 10,000-entry Pi session and a Claude Code transcript")
         big_pi_session(store_dir / "2026-01-01T00-00-00-000Z_bench-10k.jsonl", "bench-10k", 10_000)
-        claude_bytes = (1 if args.quick else 3) * 1_000_000
+        claude_bytes = (1 if args.quick else 4) * 1_000_000
         claude = big_claude_transcript(daemon.claude_projects, "/bench/claude", claude_bytes)
         lines_file = base / "claude-more.jsonl"
         lines_file.write_bytes(claude.pending(samples))

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import type { LoadResult } from "../../typescript/src/generated/protocol.ts";
+import type { LoadResult, TailResult } from "../../typescript/src/generated/protocol.ts";
 import { RpcError, type Rpc, type Status } from "./rpc.ts";
 import { SessionList } from "./list.tsx";
 import { SessionView } from "./session.tsx";
@@ -60,9 +60,32 @@ function StatusDot({ rpc }: { rpc: Rpc }) {
   );
 }
 
+/** How many of the newest entries the page asks for before the session is open. */
+const TAIL = 200;
+
+/** What the page shows of a session before `session/subscribe` answers: what the tail told. */
+function provisional(tail: TailResult): LoadResult {
+  const last = tail.entries.at(-1) as { id?: string } | undefined;
+  return {
+    sessionId: tail.sessionId,
+    path: tail.path,
+    cwd: tail.cwd,
+    name: null,
+    leafId: last?.id ?? null,
+    entryCount: tail.entries.length,
+    header: {},
+    saved: true,
+    diagnostics: {},
+    format: tail.format,
+    root: tail.root,
+    readOnly: tail.readOnly,
+  };
+}
+
 export function App({ rpc }: { rpc: Rpc }) {
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
   const [loaded, setLoaded] = useState<LoadResult | null>(null);
+  const [preview, setPreview] = useState<TailResult | null>(null);
   const [theme, setTheme] = useState<Theme>(currentTheme);
   const selected = route.session;
 
@@ -108,6 +131,13 @@ export function App({ rpc }: { rpc: Rpc }) {
       return;
     }
     let live = true;
+    setPreview(null);
+    // the newest entries first (the daemon reads them from the file's end without opening the
+    // session), so the page paints while session/subscribe loads the whole session
+    rpc.request("session/tail", { sessionId: selected, limit: TAIL }).then(
+      (result) => live && setPreview(result),
+      () => undefined, // an older daemon: the page waits for the session to open
+    );
     const subscribe = () =>
       rpc.request("session/subscribe", { sessionId: selected }).then(
         (result) => live && setLoaded(result),
@@ -176,7 +206,7 @@ export function App({ rpc }: { rpc: Rpc }) {
           <main>
             {selected === null ? (
               <div class="empty">Choose a session on the left.</div>
-            ) : loaded === null || loaded.sessionId !== selected ? (
+            ) : (loaded ?? preview)?.sessionId !== selected ? (
               <div class="empty">Loading {selected}…</div>
             ) : (
               <>
@@ -186,7 +216,8 @@ export function App({ rpc }: { rpc: Rpc }) {
                 <SessionView
                   key={selected}
                   rpc={rpc}
-                  session={loaded}
+                  session={loaded ?? provisional(preview!)}
+                  preview={preview?.sessionId === selected ? preview.entries : null}
                   onOpen={(id) => go({ session: id, entry: null, tab: "tree" })}
                   tab={route.tab}
                   onTab={(tab) => go({ tab })}

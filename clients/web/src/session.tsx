@@ -29,9 +29,12 @@ export function SessionView({
   onTab,
   entry,
   onEntry,
+  preview,
 }: {
   rpc: Rpc;
   session: LoadResult;
+  /** The newest entries, from `session/tail`: drawn before the whole tree is loaded. */
+  preview: Record<string, unknown>[] | null;
   onOpen: (sessionId: string) => void;
   tab: Tab;
   onTab: (tab: Tab) => void;
@@ -47,6 +50,7 @@ export function SessionView({
   const [fresh, setFresh] = useState<Set<string>>(new Set());
   const freshTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const [title, setTitle] = useState(session.name ?? null);
+  useEffect(() => setTitle(session.name ?? null), [session.name]);
   const model = useRef<TreeModel | null>(null);
   const [version, setVersion] = useState(0);
   const [usage, setUsage] = useState<Usage | null>(null);
@@ -74,9 +78,19 @@ export function SessionView({
    * end of the file), drawn at once; the whole tree follows after the frame is painted.
    */
   const firstLoad = useCallback(async () => {
+    const started = performance.now();
+    if (preview !== null) {
+      const m = TreeModel.from([], session.leafId);
+      for (const e of preview) m.add(nodeFromEntry(e));
+      model.current = m;
+      setPartial(true);
+      setLoadMs(performance.now() - started);
+      bump();
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      return reload();
+    }
     const total = session.entryCount;
     if (total <= TAIL_FIRST) return reload();
-    const started = performance.now();
     try {
       const page = await rpc.request("session/entries", { sessionId, offset: Math.max(0, total - TAIL), limit: TAIL });
       if (model.current === null) {
@@ -213,7 +227,7 @@ export function SessionView({
 
   const m = model.current;
   const positions = useMemo(() => new Map((m?.order ?? []).map((id, i) => [id, i])), [m, version, tab]);
-  const firstPrompt = m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
+  const firstPrompt = partial ? undefined : m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
   return (
     <div class="session" data-session={sessionId}>
       <div class="session-head">

@@ -88,6 +88,8 @@ from .sessions import (
     NewResult,
     SetNameParams,
     SetNameResult,
+    TailParams,
+    TailResult,
 )
 from .sessions import METHODS as _SESSIONS
 from .tree import METHODS as _TREE
@@ -180,6 +182,8 @@ __all__ = [
     "StatusClient",
     "StatusMemory",
     "StatusSession",
+    "TailParams",
+    "TailResult",
     "TrackParams",
     "TrackResult",
     "TreeParams",

@@ -26,6 +26,13 @@ interface StatsResult {
   rows: StatsRow[];
   totals: Totals;
   pricesAsOf: string | null;
+  indexing?: { done: number; total: number } | null;
+}
+
+interface StatsUpdate {
+  today?: Totals;
+  sessionId?: string | null;
+  session?: Totals | null;
 }
 
 export function money(cost: number | null | undefined): string {
@@ -104,19 +111,32 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
   }, [rpc, session, version]);
 
   useEffect(() => {
-    // live: today's totals and the open session's, as usage arrives
-    rpc.requestAny("stats/subscribe", session ? { sessionId: session } : {}).catch(() => undefined);
+    // live: today's totals and the open session's, as usage arrives (stats/subscribe answers
+    // with the numbers now, then stats_update follows, throttled by the daemon)
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const off = rpc.onNotification("stats_update", (params) => {
-      const p = params as { today?: Totals; sessionId?: string; session?: Totals };
+    const take = (p: StatsUpdate, chart: boolean) => {
       if (p.today) setToday(p.today);
-      if (p.session && p.sessionId === session) setOwn(p.session);
+      if (p.session && session !== null && (p.sessionId ?? session) === session) setOwn(p.session);
+      if (!chart) return;
       clearTimeout(timer);
       timer = setTimeout(() => setVersion((v) => v + 1), 2000); // the chart, once per burst
+    };
+    const params: Record<string, unknown> = { timezone };
+    if (session) params["sessionId"] = session;
+    rpc.requestAny("stats/subscribe", params).then(
+      (r) => take(r as StatsUpdate, false),
+      () => undefined, // no live numbers from a daemon without it: the page still shows the query
+    );
+    const offUpdate = rpc.onUpdate(({ sessionId, update }) => {
+      const u = update as unknown as StatsUpdate & { sessionUpdate: string };
+      if (u.sessionUpdate === "stats_update") take({ ...u, sessionId: u.sessionId ?? sessionId }, true);
     });
+    const offNotification = rpc.onNotification("stats_update", (p) => take(p as StatsUpdate, true));
     return () => {
-      off();
+      offUpdate();
+      offNotification();
       clearTimeout(timer);
+      rpc.requestAny("stats/unsubscribe", {}).catch(() => undefined);
     };
   }, [rpc, session]);
 
@@ -169,9 +189,10 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
         </select>
         <select aria-label="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
           <option value="">all agents</option>
-          <option value="claude-code">Claude Code</option>
+          <option value="claude">Claude Code</option>
           <option value="codex">Codex</option>
           <option value="pi">Pi</option>
+          <option value="sessiond">sessiond</option>
           <option value="opencode">OpenCode</option>
         </select>
         <select aria-label="stack by" value={stack} onChange={(e) => setStack(e.currentTarget.value as Stack)}>
@@ -184,6 +205,11 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
         </select>
       </div>
       {error !== null ? <div class="error-text">{error instanceof RpcError ? error.describe() : error}</div> : null}
+      {daily?.indexing ? (
+        <div class="dim indexing">
+          reading usage… {daily.indexing.done} of {daily.indexing.total} files (the numbers grow until it is done)
+        </div>
+      ) : null}
       <div class="dash-cards">
         <div class="card" data-testid="total">
           <div class="dim">{days} days</div>

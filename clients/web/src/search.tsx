@@ -3,6 +3,7 @@ import { RpcError, type Rpc } from "./rpc.ts";
 import { rootName } from "./list.tsx";
 import { basename, time } from "./format.ts";
 import { sessionLink } from "./route.ts";
+import { snippetPieces } from "./snippet.ts";
 
 /** One hit of `search/query` (the contract shared with the search engine, issue 26). */
 export interface Hit {
@@ -25,29 +26,6 @@ interface SearchResult {
   total: number;
   nextCursor: string | null;
   indexing: { done: number; total: number } | null;
-}
-
-const START = "\u0002";
-const END = "\u0003";
-
-/**
- * A snippet's pieces: plain text and the matched spans (between U+0002 and U+0003). The
- * pieces are text — drawn as text nodes, escaped by construction — and the markers become
- * <mark> elements; nothing in a snippet is ever HTML.
- */
-export function snippetPieces(snippet: string): { text: string; match: boolean }[] {
-  const out: { text: string; match: boolean }[] = [];
-  let match = false;
-  let piece = "";
-  for (const ch of snippet) {
-    if (ch === START || ch === END) {
-      if (piece) out.push({ text: piece, match });
-      piece = "";
-      match = ch === START;
-    } else piece += ch;
-  }
-  if (piece) out.push({ text: piece, match });
-  return out;
 }
 
 /** A daemon without a method answers -32601: the page says so instead of failing. */

@@ -204,7 +204,7 @@ export function TreeView({
                 aria-selected={node.id === selected}
                 data-id={node.id}
                 data-type={node.type}
-                style={{ top: `${(first + i) * ROW}px`, paddingLeft: `${6 + Math.min(row.depth, MAX_INDENT) * 12}px` }}
+                style={{ top: `${(first + i) * ROW}px`, "--depth": String(Math.min(row.depth, MAX_INDENT)) }}
                 onClick={() => onSelect(node.id)}
                 title={`${node.id} · ${time(node.timestamp)}${row.depth > MAX_INDENT ? ` · depth ${row.depth}` : ""}`}
               >

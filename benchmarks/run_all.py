@@ -36,6 +36,7 @@ from benchmarks import (
     jetstream,
     journal,
     listing,
+    mcp,
     rpc,
     service,
     ui,
@@ -67,6 +68,7 @@ MODULES: tuple[ModuleType, ...] = (
     agents,
     jetstream,
     ui,
+    mcp,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""

@@ -14,6 +14,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
+* :mod:`.mcp` — ``mcp`` (the MCP server face, :mod:`sessiond.mcp_server`)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
 """
@@ -31,6 +32,7 @@ def register(sub: Any) -> None:
         daemon,
         doctor,
         export,
+        mcp,
         rewind,
         service,
         sessions,
@@ -50,3 +52,4 @@ def register(sub: Any) -> None:
     completion.register(sub)
     export.register(sub)
     store.register(sub)
+    mcp.register(sub)

@@ -154,6 +154,11 @@ async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
     return await call.service.fork(call, p.sessionId, p.entryId, p.position)
 
 
+@HANDLERS.method("session/export")
+async def session_export(call: Caller, p: M.ExportParams) -> M.ExportResult:
+    return await call.service.export(call, p.sessionId, p.leafId)
+
+
 @HANDLERS.method("session/configure")
 async def session_configure(call: Caller, p: M.ConfigureParams) -> M.ConfigureResult:
     return await call.service.configure(call, p.sessionId, p.contextWindow)

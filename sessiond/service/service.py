@@ -23,11 +23,18 @@ import anyio
 
 from sessiond_protocol import methods as M
 
-from ..errors import InvalidArgumentError, ReadOnlySessionError, SessionExistsError, SessionNotFoundError
+from ..errors import (
+    EntryNotFoundError,
+    InvalidArgumentError,
+    ReadOnlySessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
 from ..model import entries as E
 from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
 from ..store.backend import open_store
+from ..store.export import export_to_pi
 from ..store.journal import Durability
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
@@ -363,6 +370,39 @@ class Service:
             fields["selectedText"] = prompt_text(get(get(selected, "message"), "content"))
         return M.ForkResult.model_construct(
             sessionId=forked.id, path=str(forked.path), leafId=forked.leaf_id, saved=forked.flushed, **fields
+        )
+
+    async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
+        """Any session's context as a new Pi session in the store (``sessiond export``'s work),
+        served at once like a fork; the source is only read."""
+        host = await self.registry.host(session_id, user)
+        source = host.session
+        if leaf_id is not None and leaf_id not in source.tree:
+            raise EntryNotFoundError(leaf_id)
+        info: dict[str, Any] = {"format": host.root.format, "root": host.root.name, "path": str(source.path)}
+        kwargs: dict[str, Any] = {} if leaf_id is None else {"leaf": leaf_id}
+        exported: Session = await anyio.to_thread.run_sync(
+            lambda: self.store.adopt(
+                export_to_pi(
+                    source,  # type: ignore[arg-type]  # any readable session: context, tree, cwd, name
+                    self.layout.cwd_dir,
+                    source_info=info,
+                    durability=self.config.durability,
+                    **kwargs,
+                )
+            )
+        )
+        self.registry.adopt(exported, user=user)
+        return M.ExportResult.model_construct(
+            sessionId=exported.id,
+            path=str(exported.path),
+            cwd=exported.cwd,
+            entryCount=exported.entry_count,
+            source={
+                **info,
+                "sessionId": source.id,
+                "leafId": leaf_id if leaf_id is not None else source.leaf_id,
+            },
         )
 
     async def configure(self, user: Peer, session_id: str, context_window: int | None) -> M.ConfigureResult:

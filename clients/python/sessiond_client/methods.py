@@ -225,6 +225,19 @@ class Methods:
         result: M.ForkResult = await self._call("session/fork", locals())
         return result
 
+    @rpc("session/export")
+    async def session_export(self, session_id: str, *, leaf_id: str | None = None) -> M.ExportResult:
+        """``session/export``: Write the conversation any session's agent would resume with (its
+        context at the leaf, or at `leafId`) as a new native Pi session in sessiond's store,
+        whatever its format (Claude Code, Codex, OpenCode, Pi, sessiond). The source is only read.
+        What `sessiond export` does, through the daemon.
+
+        Args:
+            leaf_id: Export the context at this entry instead of the current leaf.
+        """
+        result: M.ExportResult = await self._call("session/export", locals())
+        return result
+
     @rpc("session/configure")
     async def session_configure(
         self, session_id: str, *, context_window: int | None = None
@@ -565,6 +578,7 @@ class BlockingMethods:
     session_tail = Blocking(Methods.session_tail)
     session_set_name = Blocking(Methods.session_set_name)
     session_fork = Blocking(Methods.session_fork)
+    session_export = Blocking(Methods.session_export)
     session_configure = Blocking(Methods.session_configure)
     tree_get = Blocking(Methods.tree_get)
     tree_branch = Blocking(Methods.tree_branch)
@@ -603,6 +617,7 @@ METHOD_NAMES: dict[str, str] = {
     "session/tail": "session_tail",
     "session/setName": "session_set_name",
     "session/fork": "session_fork",
+    "session/export": "session_export",
     "session/configure": "session_configure",
     "tree/get": "tree_get",
     "tree/branch": "tree_branch",

@@ -208,6 +208,20 @@ class ForkResult(Result):
     )
 
 
+class ExportParams(SessionRef):
+    leafId: EntryId | None = Field(
+        None, description="Export the context at this entry instead of the current leaf."
+    )
+
+
+class ExportResult(Result):
+    sessionId: str = Field(description="The new Pi session in sessiond's store.")
+    path: str
+    cwd: str
+    entryCount: int = Field(description="Entries written (the export marker included).")
+    source: dict[str, Any] = Field(description="Where it came from: {sessionId, root, format, path, leafId}.")
+
+
 class ConfigureParams(SessionRef):
     contextWindow: int | None = Field(
         None, ge=1, description="Override the model's context window; null resets."
@@ -363,6 +377,17 @@ METHODS: dict[str, MethodSpec] = {
                 "entryId": "a1b2c3d4",
                 "position": "before",
             },
+        ),
+        MethodSpec(
+            "session/export",
+            ExportParams,
+            ExportResult,
+            "Write the conversation any session's agent would resume with (its context at the leaf, "
+            "or at `leafId`) as a new native Pi session in sessiond's store, whatever its format "
+            "(Claude Code, Codex, OpenCode, Pi, sessiond). The source is only read. What `sessiond "
+            "export` does, through the daemon.",
+            (*SESSION_ERRORS, C.ENTRY_NOT_FOUND, C.STORAGE_ERROR),
+            {"sessionId": EXAMPLE_SESSION_ID},
         ),
         MethodSpec(
             "session/configure",

@@ -192,6 +192,15 @@ async def _fork(w: World) -> Any:
     return result
 
 
+@scenario("session/export")
+async def _export(w: World) -> Any:
+    sid, _, answer = await w.chat()
+    result = await w.client.session_export(sid)
+    assert result.sessionId != sid and result.source["sessionId"] == sid
+    assert result.source["leafId"] == answer and result.entryCount >= 3
+    return result
+
+
 @scenario("session/configure")
 async def _configure(w: World) -> Any:
     sid, _, _ = await w.chat()

@@ -134,6 +134,7 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
         k = seen["keyboard"]
         assert k["before"] == entry and k["down"] != entry and k["up"] == entry
         assert "view=search" in k["hash"] and k["searchFocused"] is True
+        assert k["listOpened"]["second"] and f"session={k['listOpened']['second']}" in k["listOpened"]["hash"]
 
         # follow mode: the new rows came into view and were highlighted; scrolled up, the view
         # stayed and offered the new rows

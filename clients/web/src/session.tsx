@@ -249,7 +249,7 @@ export function SessionView({
         </div>
         <Gauge usage={usage} threshold={threshold} />
       </div>
-      <nav class="tabs">
+      <nav class="tabs" role="tablist">
         {TABS.map((t) => (
           <button key={t} role="tab" aria-selected={tab === t} class={tab === t ? "active" : ""} data-tab={t} onClick={() => onTab(t)}>
             {t === "tree" ? "Tree" : t === "context" ? "Context" : t === "usage" ? "Usage" : "File history"}

@@ -156,6 +156,15 @@ try {
   await page.keyboard.press("/");
   await page.waitForSelector(".search-box");
   result.keyboard = { before, down, up, hash: await page.evaluate(() => location.hash), searchFocused: await page.evaluate(() => document.activeElement?.classList.contains("search-box")) };
+  // the session list: arrows move, Enter opens
+  await open(page, "");
+  await page.waitForSelector(".session-list li");
+  await page.focus(".session-list li:first-child");
+  await page.keyboard.press("ArrowDown");
+  const second = await page.evaluate(() => document.activeElement?.dataset.session);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(`.session[data-session="${second}"] .tree[data-rows]`);
+  result.keyboard.listOpened = { second, hash: await page.evaluate(() => location.hash) };
   step("keyboard");
 
   // ---- the Codex fixture

@@ -169,8 +169,12 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
         else:
             assert seen["search"] == {"unavailable": "search/query"}
         if usage:
-            assert seen["usage"]["bars"] and seen["usage"]["rows"] >= 1
-            assert seen["usage"]["sessionCost"].startswith("$") or seen["usage"]["sessionCost"] == "unpriced"
+            u = seen["usage"]
+            assert u["bars"] and u["rows"] >= 1 and u["total"].startswith("$")
+            assert u["sessionCost"].startswith("$")  # the open session's cost
+            assert len(u["projects"]) >= 2  # the project filter lists the sessions' directories
+            assert {"Claude Code", "Codex"} <= set(u["legendByAgent"])
+            assert u["codexBars"] and set(u["codexBars"]) < set(u["bars"])  # filtered to Codex's days
         else:
             assert seen["usage"] == {"unavailable": "stats/query"}
     finally:

@@ -35,7 +35,8 @@ interface StatsUpdate {
   session?: Totals | null;
 }
 
-export function money(cost: number | null | undefined): string {
+export function money(cost: number | null | undefined, tokens?: number): string {
+  if (tokens === 0) return "$0.00";
   if (cost === null || cost === undefined) return "unpriced";
   if (cost > 0 && cost < 0.01) return "< $0.01";
   return `$${cost.toFixed(2)}`;
@@ -48,6 +49,19 @@ const PAD = { l: 56, r: 12, t: 12, b: 40 };
 
 type Stack = "model" | "agent";
 type Metric = "cost" | "tokens";
+
+/** The days from the first to the last (a day without usage is a gap in the chart, not skipped). */
+function everyDay(days: string[]): string[] {
+  const first = days[0];
+  const last = days.at(-1);
+  if (first === undefined || last === undefined || !/^\d{4}-\d{2}-\d{2}$/.test(first)) return days;
+  const out: string[] = [];
+  const end = Date.parse(`${last}T12:00:00Z`);
+  for (let t = Date.parse(`${first}T12:00:00Z`); t <= end && out.length <= 400; t += 86_400_000) {
+    out.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return out.length > 400 ? days : out;
+}
 
 function daysAgo(n: number): string {
   const d = new Date(Date.now() - n * 86_400_000);
@@ -75,12 +89,13 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
 
   useEffect(() => {
     let live = true;
-    const filters: Record<string, unknown> = { since: daysAgo(days - 1), timezone };
+    const filters: Record<string, unknown> = { timezone };
+    if (days > 0) filters["since"] = daysAgo(days - 1);
     if (agent) filters["agent"] = agent;
     if (cwd) filters["cwd"] = cwd;
     Promise.all([
       rpc.requestAny("stats/query", { groupBy: "daily", breakdown: stack === "model", ...filters }) as Promise<StatsResult>,
-      rpc.requestAny("stats/query", { groupBy: "session", since: daysAgo(days - 1), timezone }) as Promise<StatsResult>,
+      rpc.requestAny("stats/query", { groupBy: "session", timezone, ...(days > 0 ? { since: daysAgo(days - 1) } : {}) }) as Promise<StatsResult>,
     ]).then(
       ([d, bySession]) => {
         if (!live) return;
@@ -144,7 +159,7 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
     const rows = daily?.rows ?? [];
     const key = (r: StatsRow) => (stack === "model" ? (r.model ?? "unknown model") : rootName(r.agent ?? "sessiond"));
     const value = (r: StatsRow) => (metric === "cost" ? (r.cost ?? 0) : r.totalTokens);
-    const periods = [...new Set(rows.map((r) => r.period))].sort();
+    const periods = everyDay([...new Set(rows.map((r) => r.period))].sort());
     const totalsBySeries = new Map<string, number>();
     for (const r of rows) totalsBySeries.set(key(r), (totalsBySeries.get(key(r)) ?? 0) + value(r));
     const series = [...totalsBySeries.entries()].sort((a, b) => b[1] - a[1]).map(([k]) => k);
@@ -178,6 +193,7 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
           <option value={7}>last 7 days</option>
           <option value={30}>last 30 days</option>
           <option value={90}>last 90 days</option>
+          <option value={0}>all time</option>
         </select>
         <select aria-label="project" value={cwd} onChange={(e) => setCwd(e.currentTarget.value)}>
           <option value="">all projects</option>
@@ -212,21 +228,21 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
       ) : null}
       <div class="dash-cards">
         <div class="card" data-testid="total">
-          <div class="dim">{days} days</div>
-          <div class="big">{daily ? money(daily.totals.cost) : "…"}</div>
+          <div class="dim">{days > 0 ? `${days} days` : "all time"}</div>
+          <div class="big">{daily ? money(daily.totals.cost, daily.totals.totalTokens) : error !== null ? "—" : "…"}</div>
           <div class="dim">{daily ? `${tokens(daily.totals.totalTokens)} tokens` : ""}</div>
         </div>
         {today ? (
           <div class="card" data-testid="today">
             <div class="dim">today</div>
-            <div class="big">{money(today.cost)}</div>
+            <div class="big">{money(today.cost, today.totalTokens)}</div>
             <div class="dim">{tokens(today.totalTokens)} tokens</div>
           </div>
         ) : null}
         {session ? (
           <div class="card" data-testid="session-cost">
             <div class="dim">open session</div>
-            <div class="big">{own ? money(own.cost) : "…"}</div>
+            <div class="big">{own ? money(own.cost, own.totalTokens) : error !== null ? "—" : "…"}</div>
             <div class="dim">
               {own ? `${tokens(own.totalTokens)} tokens` : ""} · <a href={`#session=${encodeURIComponent(session)}`}>{session.slice(0, 8)}</a>
             </div>
@@ -247,7 +263,7 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
             ))}
             {periods.map((p, i) => {
               let base = H - PAD.b;
-              const values = byPeriod.get(p)!;
+              const values = byPeriod.get(p) ?? new Map<string, number>();
               return (
                 <g key={p} class="bar" data-period={p}>
                   {series.map((s) => {
@@ -295,6 +311,7 @@ export function Dashboard({ rpc, session }: { rpc: Rpc; session: string | null }
               <tbody>
                 {[...periods].reverse().map((p) => {
                   const rows = (daily?.rows ?? []).filter((r) => r.period === p);
+                  if (rows.length === 0) return null;
                   const sum = (f: (r: StatsRow) => number) => rows.reduce((a, r) => a + f(r), 0);
                   const priced = rows.some((r) => r.cost !== null);
                   return (

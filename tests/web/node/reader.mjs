@@ -319,14 +319,26 @@ try {
   if (await page.$(".unavailable")) {
     result.usage = { unavailable: await page.$eval(".unavailable", (el) => el.dataset.method) };
   } else {
-    await page.waitForFunction(() => document.querySelector("[data-testid=total] .big")?.textContent !== "…");
+    // the fixtures are from earlier in the year: all time
+    await page.selectOption('select[aria-label="period"]', "0");
+    await page.waitForSelector(".bars .bar rect");
+    const bars = () => page.$$eval(".bars .bar", (els) => els.filter((e) => e.querySelector("rect")).map((e) => e.dataset.period));
     result.usage = {
-      bars: await page.$$eval(".bars .bar", (els) => els.map((e) => e.dataset.period)),
+      bars: await bars(),
       rows: await page.$$eval(".usage-table tbody tr", (els) => els.length),
+      total: await page.textContent("[data-testid=total] .big"),
       sessionCost: await page.textContent("[data-testid=session-cost] .big"),
+      projects: await page.$$eval('select[aria-label="project"] option', (els) => els.map((e) => e.value).filter(Boolean)),
     };
+    await page.selectOption('select[aria-label="stack by"]', "agent");
+    await page.waitForFunction(() => [...document.querySelectorAll(".legend span")].some((e) => e.textContent.includes("Codex")));
+    result.usage.legendByAgent = await page.$$eval(".legend > span", (els) => els.map((e) => e.textContent.trim()));
+    await shot(page, "ui-usage-dashboard");
+    await page.selectOption('select[aria-label="agent"]', "codex");
+    await page.waitForFunction((n) => document.querySelectorAll(".usage-table tbody tr").length < n, result.usage.rows);
+    result.usage.codexBars = await bars();
   }
-  await shot(page, "ui-usage-dashboard");
+  if (result.usage.unavailable) await shot(page, "ui-usage-dashboard");
   step("usage");
 } catch (err) {
   result.error = String(err?.stack ?? err);

@@ -3,8 +3,9 @@
 Claude Code backs a file up before its tools first edit it in a turn, into
 ``<file-history>/<sessionId>/<sha256(absolute path)[:16]>@v<N>`` (``copyFile``: content and
 permissions), and writes ``file-history-snapshot`` records: at each prompt the backups of every
-tracked file, then cumulative updates during the turn (the last record for a prompt wins). A
-``null`` backup means the file did not exist then.
+tracked file, then cumulative updates during the turn (the last record for a prompt wins), or,
+from 2.1.3xx, one ``file-history-delta`` per file backed up during the turn. A ``null`` backup
+means the file did not exist then.
 
 That maps one to one onto sessiond's snapshot data: a checkpoint per prompt, its files'
 states pointing at blobs (the backups, imported into the session's blob store on first use).
@@ -38,9 +39,26 @@ def _key(path: str, cwd: str | None) -> str:
 
 
 def snapshot_records(transcript: ClaudeTranscript) -> dict[str, dict[str, Any]]:
-    """Prompt uuid -> its last ``trackedFileBackups`` (records in file order, last one wins)."""
+    """Prompt uuid -> its last ``trackedFileBackups`` (records in file order, last one wins).
+
+    From 2.1.3xx a backup taken during a turn is recorded as a ``file-history-delta``
+    (``snapshotMessageId`` names the prompt's snapshot, ``trackingPath`` the file, ``backup`` its
+    backup) instead of a cumulative snapshot update: it adds that file to the prompt's backups.
+    """
     out: dict[str, dict[str, Any]] = {}
     for rec in transcript.records:
+        if rec.get("type") == "file-history-delta":
+            target = rec.get("snapshotMessageId")
+            path = rec.get("trackingPath")
+            backup = rec.get("backup")
+            if (
+                isinstance(target, str)
+                and target in out
+                and isinstance(path, str)
+                and isinstance(backup, dict)
+            ):
+                out[target] = {**out[target], path: backup}
+            continue
         if rec.get("type") != "file-history-snapshot":
             continue
         snap = rec.get("snapshot")

@@ -38,8 +38,14 @@ ROLLOUT: Final = re.compile(
 )
 HEAD_BYTES: Final = 256 * 1024
 """Enough of a rollout's start for its meta line and (almost always) its first prompt."""
-_ASSISTANT: Final = b'"payload":{"type":"message","role":"assistant"'
+_ASSISTANT: Final = re.compile(
+    rb'"payload":\{"type":"message",(?:"status":"[a-z_]*",)?(?:"id":"[^"\\]*",)?"role":"assistant"'
+)
+"""An assistant message item (Codex 0.169 writes its ``status`` and ``id`` before its role)."""
 _USER_EVENT: Final = b'"payload":{"type":"user_message"'
+_USER_ITEM_EVENT: Final = b'"item":{"type":"UserMessage"'
+"""0.169 writes no ``user_message`` event: an ``item_completed`` event with a ``UserMessage``
+item marks each prompt the user typed instead (never injected context)."""
 
 
 def rollout_id(path: Path) -> str | None:
@@ -164,7 +170,7 @@ def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, 
     meta = rollout.meta or {}
     created = _ms(meta.get("timestamp")) or _first_ts(rollout) or mtime_ms
     modified = _last_ts(data) or mtime_ms
-    count = data.count(_ASSISTANT) + data.count(_USER_EVENT)
+    count = len(_ASSISTANT.findall(data)) + max(data.count(_USER_EVENT), data.count(_USER_ITEM_EVENT))
     info = SessionInfo(
         path=str(path),
         id=sid,

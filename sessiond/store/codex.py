@@ -5,16 +5,22 @@ rolled-back turns as branches and the leaf where Codex resumes; the context is t
 Codex resumes with (:mod:`sessiond.formats.codex.thread`). Growth is followed by parsing only
 the new lines and replaying them onto the thread: a rollout is append-only, so nothing read
 before changes. A file that shrank or was replaced is reopened by the follower.
+
+A Codex 0.169 fork keeps no copy of its parent's history (``history_mode: "paginated"``,
+``history_base {thread_id, end_byte_offset}``): :func:`load_history_base` reads the parent's
+rollout up to that offset (and the grandparent's, when the parent is such a fork too) once,
+when the fork is opened, and :func:`replay` feeds it before the fork's own records.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Final
 
 from ..formats.codex import Rollout, Thread, extend_rollout, origin, parse_rollout
-from ..formats.codex.records import Record
+from ..formats.codex.records import SESSION_META, Record
 from ..model.js import key
 from .foreign import ForeignSession, foreign_header, grown_to
 from .session import IngestResult
@@ -71,6 +77,7 @@ class _Diagnostics:
             "replay": s.thread.diagnostics.as_json(),
             "codex": origin(s.rollout),
             "tokenUsage": s.token_usage(),
+            "historyBase": s.base_info,
         }
 
 
@@ -92,7 +99,8 @@ class CodexSession(ForeignSession):
         self.title = title
         self._inode = inode
         self.diagnostics = _Diagnostics(self)  # type: ignore[assignment]
-        self._add_entries(self.thread.feed(rollout.records), self.thread.leaf_id)
+        self.base, self.base_info = load_history_base(path, rollout.meta)
+        self._add_entries(replay(self.thread, rollout.records, self.base), self.thread.leaf_id)
         self._thread_leaf = self.thread.leaf_id
 
     @classmethod
@@ -127,12 +135,24 @@ class CodexSession(ForeignSession):
             return self.thread.context()
         if leaf is None:
             return []
-        line = _line_of(leaf)
-        if line is None or leaf not in self._index.tree:
+        place = _place_of(leaf)
+        if place is None or leaf not in self._index.tree:
             return []
         # Another point of the file: the history Codex had right after that line.
+        depth, line = place
+        records = self.rollout.records
+        base = self.base
+        if depth:  # a line of the history a fork inherited
+            base = [
+                (p, recs if len(p) > depth else _records_through(recs, line))
+                for p, recs in base
+                if len(p) >= depth
+            ]
+            records = records[:1] if records and records[0].type == SESSION_META else []
+        else:
+            records = _records_through(records, line)
         thread = Thread(self.thread.provider)
-        thread.feed(_records_through(self.rollout.records, line))
+        replay(thread, records, base)
         return thread.context()
 
     # ------------------------------------------------------------------ following
@@ -165,10 +185,105 @@ class CodexSession(ForeignSession):
             return result
 
 
-def _line_of(entry_id: Any) -> int | None:
-    if type(entry_id) is str and entry_id.startswith("L") and entry_id[1:].isdigit():
-        return int(entry_id[1:])
+def _place_of(entry_id: Any) -> tuple[int, int] | None:
+    """``(depth, line)`` of an entry id ``B…BL<line>``: depth 0 is the rollout's own line, 1 a
+    line of the parent's rollout a fork inherited, 2 of the grandparent's, …"""
+    if type(entry_id) is not str:
+        return None
+    rest = entry_id.lstrip("B")
+    if rest.startswith("L") and rest[1:].isdigit():
+        return len(entry_id) - len(rest), int(rest[1:])
     return None
+
+
+Base = list[tuple[str, list[Record]]]
+"""The history a fork inherited: ``(id prefix, records)`` groups, the oldest ancestor first."""
+MAX_FORK_DEPTH: Final = 32
+_THREAD_ID: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+
+
+def replay(thread: Thread, records: list[Record], base: Base) -> list[dict[str, Any]]:
+    """Feed a rollout's records to ``thread``, a fork's inherited history first.
+
+    The fork's own ``session_meta`` comes first (its provider and instructions), then each
+    ancestor's records (entry ids ``B…L<line>``), then the rest of the fork's own records.
+    """
+    if not base:
+        return thread.feed(records)
+    head = records[:1] if records and records[0].type == SESSION_META else []
+    entries = thread.feed(head)
+    for prefix, group in base:
+        thread.id_prefix = prefix
+        entries.extend(thread.feed(group))
+    thread.id_prefix = ""
+    entries.extend(thread.feed(records[len(head) :]))
+    return entries
+
+
+def _history_base(meta: dict[str, Any] | None) -> tuple[str, int] | None:
+    """``(thread id, end byte offset)`` of a paginated fork's inherited history, else None."""
+    if meta is None or meta.get("history_mode") != "paginated":
+        return None
+    base = meta.get("history_base")
+    if type(base) is not dict:
+        return None
+    tid, end = base.get("thread_id"), base.get("end_byte_offset")
+    if type(tid) is not str or not tid or type(end) is not int or end < 0:
+        return None
+    return tid, end
+
+
+def find_rollout(home: Path, thread_id: str) -> Path | None:
+    """The rollout of ``thread_id`` under a Codex home (``sessions/`` first, then archived)."""
+    if not _THREAD_ID.fullmatch(thread_id):  # a name from the file: never a path or a pattern
+        return None
+    for directory in (home / "sessions", home / "archived_sessions"):
+        if directory.is_dir():
+            for found in sorted(directory.rglob(f"rollout-*-{thread_id}.jsonl")):
+                return found
+    return None
+
+
+def load_history_base(path: Path, meta: dict[str, Any] | None) -> tuple[Base, dict[str, Any] | None]:
+    """What a paginated fork (Codex 0.169 ``codex exec fork``) inherited, and how it was found.
+
+    Such a fork stores no copy of its parent's history: its ``session_meta`` says
+    ``history_mode: "paginated"`` and ``history_base {thread_id, end_byte_offset}``, and Codex
+    resumes it with the parent rollout's records up to that offset (the parent may be a fork
+    too). The parent is found by thread id under the same Codex home.
+    """
+    found = _history_base(meta)
+    if found is None:
+        return [], None
+    info: dict[str, Any] = {"threadId": found[0], "endByteOffset": found[1], "found": False}
+    base: Base = []
+    prefix = "B"
+    seen = {(meta or {}).get("id")}
+    current = Path(path)
+    while found is not None and len(base) < MAX_FORK_DEPTH:
+        tid, end = found
+        home = codex_home_of(current)
+        parent = find_rollout(home, tid) if home is not None and tid not in seen else None
+        if parent is None:
+            info.setdefault("missing", tid)
+            break
+        seen.add(tid)
+        try:
+            with open(parent, "rb") as f:
+                data = f.read(end)
+        except OSError:
+            info.setdefault("missing", tid)
+            break
+        if not base:
+            info["path"] = str(parent)
+            info["found"] = True
+        rollout = parse_rollout(data, str(parent))
+        base.insert(0, (prefix, rollout.records))
+        prefix = "B" + prefix
+        current = parent
+        found = _history_base(rollout.meta)
+    info["ancestors"] = len(base)
+    return base, info
 
 
 def _records_through(records: list[Record], line: int) -> list[Record]:
@@ -189,4 +304,13 @@ def _id_from_name(path: Path) -> str:
     return tail if len(tail) == 36 and tail.count("-") == 4 else stem
 
 
-__all__ = ["READ_ONLY", "CodexSession", "codex_home_of", "is_codex_rollout", "read_title"]
+__all__ = [
+    "READ_ONLY",
+    "CodexSession",
+    "codex_home_of",
+    "find_rollout",
+    "is_codex_rollout",
+    "load_history_base",
+    "read_title",
+    "replay",
+]

@@ -56,6 +56,9 @@ def summary(path: Path) -> dict[str, Any]:
     out = describe_foreign(session, InspectOptions(compaction=True, window=200_000))
     for volatile in ("file", "sessiondVersion"):
         out.pop(volatile)
+    base = out.get("agent", {}).get("historyBase")
+    if base and base.get("path"):  # a fork's parent rollout: where the checkout is varies
+        base["path"] = Path(base["path"]).resolve().relative_to(REPO).as_posix()
     return out
 
 

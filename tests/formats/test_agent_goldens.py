@@ -54,13 +54,20 @@ def test_the_facts_reviewed_by_hand() -> None:
     # encrypted compaction item); the 24 turns before it are in the tree, not in the context.
     assert compacted["agent"]["replay"]["compactions"] == 1
     assert compacted["agent"]["codex"]["cliVersion"] == "0.104.0-alpha.1"
-    first_source = compacted["contextEntryIds"][0]
-    assert first_source == "L1788"  # the compacted line
+    # The base instructions (session_meta, line 1) come first: the system prompt, then the
+    # compacted line's replacement history.
+    assert compacted["contextEntryIds"][:2] == ["L1", "L1788"]
     kinds = [m.get("customType") for m in compacted["context"]["messages"] if m["role"] == "custom"]
     assert "codex.compaction" in kinds
     assert compacted["usage"]["contextWindow"] == 258400
     # The last token_count anchors the usage: the resumed context is what the API measured.
     assert compacted["usage"]["usageTokens"] == 162366 and compacted["usage"]["trailingTokens"] == 0
+
+    fork = golden("codex", "real-0.169--571248d3902f")
+    # Codex 0.169's paginated fork: the parent's history (BL… entries) before its own.
+    assert fork["agent"]["historyBase"]["found"] and fork["agent"]["codex"]["cliVersion"] == "0.169.0"
+    assert [i[:2] for i in fork["contextEntryIds"][:2]] == ["L1", "BL"]
+    assert fork["agent"]["load"]["unknownRecordTypes"] == {}
 
     rolled = golden("codex", "synthetic-home--00000000000a")
     texts = [m["text"] for m in rolled["context"]["messages"] if m["role"] == "user"]

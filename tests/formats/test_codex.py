@@ -223,3 +223,105 @@ def test_the_fast_timestamp_path_agrees_with_javascript_dates() -> None:
     for stamp in stamps:
         expected = date_ms(stamp)
         assert _ms(stamp) == (int(expected) if expected == expected else 0), stamp
+
+
+REAL_0169 = FIXTURES / "real-0.169" / "sessions"
+PARENT_0169 = next(REAL_0169.rglob("*-2e4bc40ca09f.jsonl"))
+FORK_0169 = next(REAL_0169.rglob("*-571248d3902f.jsonl"))
+
+
+def without_timestamps(messages: list[Any]) -> list[Any]:
+    return [{k: v for k, v in m.items() if k != "timestamp"} for m in messages]
+
+
+def test_the_base_instructions_are_the_first_message_marked_as_the_system_prompt() -> None:
+    session = CodexSession.open(PARENT_0169)
+    meta = json.loads(PARENT_0169.read_bytes().split(b"\n", 1)[0])["payload"]
+    first = session.context().messages[0]
+    assert first["role"] == "custom" and first["customType"] == "codex.instructions"
+    assert first["content"] == [{"type": "text", "text": meta["base_instructions"]["text"]}]
+    assert first["details"] == {"systemPrompt": True, "source": "session_meta.base_instructions"}
+    root = session.entries()[0]
+    assert root["id"] == "L1" and root["type"] == "custom_message" and root["parentId"] is None
+    assert root["details"]["systemPrompt"] is True
+    # A rollout that recorded none (the earliest builds) has no such message.
+    thread = Thread()
+    thread.feed(parse_rollout(line("session_meta", {"id": "x"}) + user("hi")).records)
+    assert [m["role"] for _, m in thread.context()] == ["user"]
+
+
+def test_codex_0_169_bookkeeping_records_are_named_not_unknown() -> None:
+    rollout = parse_rollout(PARENT_0169.read_bytes())
+    d = rollout.diagnostics
+    assert d.unknown_record_types == {}
+    assert set(d.bookkeeping) == {
+        "world_state",
+        "token_usage_record",
+        "event_msg/item_completed",
+        "event_msg/thread_settings_applied",
+    }
+    assert not any(r.type == "world_state" for r in rollout.records)
+
+
+def test_a_paginated_fork_resumes_with_its_parents_history_up_to_the_offset() -> None:
+    parent = CodexSession.open(PARENT_0169)
+    fork = CodexSession.open(FORK_0169)
+    meta = json.loads(FORK_0169.read_bytes().split(b"\n", 1)[0])["payload"]
+    assert meta["history_mode"] == "paginated"
+    assert meta["history_base"]["end_byte_offset"] == PARENT_0169.stat().st_size
+    inherited = parent.context().messages
+    mine = fork.context().messages
+    assert without_timestamps(mine[: len(inherited)]) == without_timestamps(inherited)
+    assert [m["content"][0]["text"] for m in mine[len(inherited) :] if m["role"] == "user"] == [
+        "in the fork",
+        "continue the fork",
+    ]
+    ids = [e["id"] for e in fork.entries()]
+    assert ids[0] == "L1" and ids[1].startswith("BL") and ids[-1].startswith("L")
+    assert fork.diagnostics.as_json()["historyBase"]["found"] is True
+    # Inside the inherited history, the context is the parent's at that line.
+    tree_ids = [e["id"] for e in parent.entries()]
+    at = tree_ids[len(tree_ids) // 2]
+    branch = fork.branch(f"B{at}")
+    assert without_timestamps(fork.context_for(branch).messages) == without_timestamps(
+        parent.context_for(parent.branch(at)).messages
+    )
+
+
+def test_a_fork_whose_parent_is_gone_shows_its_own_history_and_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "codex" / "sessions" / "2026" / "12" / "05"
+    home.mkdir(parents=True)
+    (home / FORK_0169.name).write_bytes(FORK_0169.read_bytes())
+    fork = CodexSession.open(home / FORK_0169.name)
+    base = fork.diagnostics.as_json()["historyBase"]
+    assert base["found"] is False and base["missing"] == "01a245a8-cc31-76d1-ad85-2e4bc40ca09f"
+    users = [m["content"][0]["text"] for m in fork.context().messages if m["role"] == "user"]
+    assert users == ["in the fork", "continue the fork"]
+    assert not any(e["id"].startswith("B") for e in fork.entries())
+
+
+def test_a_listing_counts_the_messages_of_a_0_169_rollout() -> None:
+    """0.169 writes an assistant item's status and id before its role, and no ``user_message``
+    event (an ``item_completed`` ``UserMessage`` instead): the listing's fast count sees both."""
+    from sessiond.formats.codex import listing_fields  # noqa: PLC0415
+    from sessiond.service.agent_roots import _codex_summary  # noqa: PLC0415
+
+    for path in (PARENT_0169, FORK_0169):
+        info, _ = _codex_summary(path, 0)
+        assert info.message_count == listing_fields(parse_rollout(path.read_bytes()))["message_count"] == 4
+
+
+@pytest.mark.parametrize("thread_id", ["*", "../sessions", "01a245a8-cc31-76d1-ad85-2e4bc40ca09[f]", ""])
+def test_a_history_base_that_names_no_thread_is_not_followed(tmp_path: Path, thread_id: str) -> None:
+    """The parent is looked up by the id the file names: never as a path or a glob pattern."""
+    home = tmp_path / "codex" / "sessions" / "2026" / "12" / "05"
+    home.mkdir(parents=True)
+    (home / PARENT_0169.name).write_bytes(PARENT_0169.read_bytes())
+    lines = FORK_0169.read_bytes().split(b"\n", 1)
+    meta = json.loads(lines[0])
+    meta["payload"]["history_base"]["thread_id"] = thread_id
+    (home / FORK_0169.name).write_bytes(json.dumps(meta).encode() + b"\n" + lines[1])
+    fork = CodexSession.open(home / FORK_0169.name)
+    assert not any(e["id"].startswith("B") for e in fork.entries())
+    base = fork.diagnostics.as_json()["historyBase"]
+    assert base is None or base["found"] is False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,8 +40,11 @@ async def test_a_codex_session_exported_holds_its_context_and_the_source_is_unto
         assert exported["source"]["sessionId"] == CODEX_ID and exported["source"]["root"] == "codex"
         assert Path(exported["path"]).is_file() and Path(exported["path"]).is_relative_to(daemon.store)
         copy = await call(client, "context/get", {"sessionId": exported["sessionId"]})
-        strip = lambda ctx: [m["message"].get("role") for m in ctx["messages"]]  # noqa: E731
-        assert strip(copy)[-5:] == strip(original)[-5:]
+
+        def roles(ctx: Any) -> list[Any]:
+            return [m["message"].get("role") for m in ctx["messages"]]
+
+        assert roles(copy)[-5:] == roles(original)[-5:]
         assert len(copy["messages"]) >= len(original["messages"]) - 1
         listed = await call(client, "session/list", {"root": "sessiond"})
         assert exported["sessionId"] in {s["sessionId"] for s in listed["sessions"]}

@@ -76,6 +76,7 @@ def read_codex(data: bytes) -> None:
         + d.unparsable_lines
         + d.not_objects
         + sum(d.unknown_record_types.values())
+        + sum(d.bookkeeping.values())
         <= d.lines
     )
     ids = [e["id"] for e in entries]

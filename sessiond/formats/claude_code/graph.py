@@ -11,7 +11,7 @@ ids, tool calls and results), so a reconstruction is a walk over this graph.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..pi import paused_gc
 from .records import (
@@ -55,6 +55,9 @@ class Graph:
     """user uuid -> its tool_result ids (only the tool-result users)."""
     snipped: set[str] = field(default_factory=set)
     """Entries removed by snip boundaries (their children hang off the nearest survivor)."""
+    moves: list[tuple[str, str | None]] = field(default_factory=list)
+    """The parents the ``preservedSegment`` relinks changed, in order: ``(uuid, parent before)``
+    (a follower undoes them when a later plain boundary ends the relinks)."""
 
 
 def graph_of(t: ClaudeTranscript) -> Graph:
@@ -115,7 +118,10 @@ def build_graph(t: ClaudeTranscript) -> Graph:
     pruned: set[str] = set()
     preserved: set[str] = set()
     zero_usage: set[str] = set()
-    relink = _apply_preserved_segment(chain, order, pos, parent, boundaries, pruned, preserved, zero_usage)
+    moves: list[tuple[str, str | None]] = []
+    relink = _apply_preserved_segment(
+        chain, order, pos, parent, boundaries, pruned, preserved, zero_usage, moves
+    )
     snipped = _apply_snip_removals(chain, order, parent)
     pruned |= snipped
     graph = Graph(
@@ -135,6 +141,7 @@ def build_graph(t: ClaudeTranscript) -> Graph:
         results,
     )
     graph.snipped = snipped
+    graph.moves = moves
     return graph
 
 
@@ -246,6 +253,31 @@ class SegmentPlan:
     or its boundary is no longer the last one. A live but broken segment prunes nothing."""
 
 
+def segment_of(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """A boundary's ``compactMetadata.preservedSegment``, if it has one."""
+    meta = entry.get("compactMetadata")
+    seg = meta.get("preservedSegment") if type(meta) is dict else None
+    return seg if type(seg) is dict else None
+
+
+def chained_segment_boundaries(chain: dict[str, dict[str, Any]], boundaries: list[str]) -> list[str]:
+    """The boundaries whose relinks come before the last one's: the run of boundaries carrying
+    a ``preservedSegment`` that ends with the last boundary, without that last one, in file order.
+
+    Claude Code 2.1.3xx compacts again on top of a compaction (auto-compaction after "prompt is
+    too long", twice in a turn) and keeps a segment each time; the later segment runs through
+    the earlier one's relink (its tail leads to its head only with the earlier relink made), so
+    the relinks are made in order. A plain boundary ends the run: what came before it is gone.
+    """
+    run: list[str] = []
+    for b in reversed(boundaries):
+        if segment_of(chain[b]) is None:
+            break
+        run.append(b)
+    run.reverse()
+    return run[:-1]
+
+
 def plan_preserved_segment(
     chain: dict[str, dict[str, Any]], boundaries: list[str], parent: dict[str, str | None]
 ) -> SegmentPlan | None:
@@ -255,13 +287,18 @@ def plan_preserved_segment(
     seg: dict[str, Any] | None = None
     seg_boundary: str | None = None
     for b in boundaries:
-        meta = chain[b].get("compactMetadata")
-        candidate = meta.get("preservedSegment") if type(meta) is dict else None
-        if type(candidate) is dict:
+        candidate = segment_of(chain[b])
+        if candidate is not None:
             seg, seg_boundary = candidate, b
     if seg is None or seg_boundary is None:
         return None
-    live = seg_boundary == boundaries[-1]
+    return plan_segment(seg, seg_boundary, seg_boundary == boundaries[-1], parent)
+
+
+def plan_segment(
+    seg: dict[str, Any], seg_boundary: str, live: bool, parent: dict[str, str | None]
+) -> SegmentPlan:
+    """The relink one boundary's segment asks for, checked against ``parent`` as it is now."""
     head, anchor, tail = (str_or_none(seg.get(k)) for k in ("headUuid", "anchorUuid", "tailUuid"))
     info: dict[str, Any] = {
         "boundary": seg_boundary,
@@ -294,6 +331,31 @@ def plan_preserved_segment(
     return SegmentPlan(info, walk, head, anchor, tail, True)
 
 
+CHAINED_KEYS: Final = ("boundary", "applied", "preserved", "reason")
+"""What the diagnostics keep of an earlier relink of a chain (``preservedSegment.chained``)."""
+
+
+def chained_report(plan: SegmentPlan) -> dict[str, Any]:
+    """An earlier relink of a chain as ``preservedSegment.chained`` reports it."""
+    return {k: plan.info[k] for k in CHAINED_KEYS if k in plan.info}
+
+
+def relink(
+    plan: SegmentPlan, order: list[str], parent: dict[str, str | None], moves: list[tuple[str, str | None]]
+) -> None:
+    """Make a checked segment's relink: ``head`` hangs off the anchor, the anchor's other
+    children off ``tail``. Each changed parent is recorded in ``moves`` (before the change)."""
+    head, anchor, tail = plan.head, plan.anchor, plan.tail
+    if not plan.walk or head is None:
+        return
+    moves.append((head, parent[head]))
+    parent[head] = anchor
+    for u in order:
+        if u != head and parent[u] == anchor:
+            moves.append((u, anchor))
+            parent[u] = tail
+
+
 def _apply_preserved_segment(
     chain: dict[str, dict[str, Any]],
     order: list[str],
@@ -303,28 +365,37 @@ def _apply_preserved_segment(
     pruned: set[str],
     preserved: set[str],
     zero_usage: set[str],
+    moves: list[tuple[str, str | None]],
 ) -> dict[str, Any] | None:
     """Claude Code's in-memory compaction relinks (docs/claude-code.md, The graph), applied to ``parent``.
 
-    Only the last boundary carrying ``compactMetadata.preservedSegment`` counts, and only while
-    it is the last boundary of all (a later plain boundary compacted the segment away). The
-    segment is checked first: walking parents from ``tailUuid`` must reach ``headUuid``. Then
-    ``head`` hangs off ``anchorUuid``, the anchor's other children off ``tail``, the segment's
-    assistants lose their usage, and every entry before the last boundary that is not in the
-    segment is pruned (it stays in the tree, but is no leaf candidate and ends walks).
+    The last boundary carrying ``compactMetadata.preservedSegment`` counts, and only while it is
+    the last boundary of all (a later plain boundary compacted the segment away); the
+    boundaries with a segment right before it (:func:`chained_segment_boundaries`) have their
+    relinks made first, in file order, each checked the same way. A segment is checked first:
+    walking parents from ``tailUuid`` must reach ``headUuid``. Then ``head`` hangs off
+    ``anchorUuid``, the anchor's other children off ``tail``, the last segment's assistants lose
+    their usage, and every entry before the last boundary that is not in the last segment is
+    pruned (it stays in the tree, but is no leaf candidate and ends walks). ``moves`` records
+    every parent changed.
     """
     if not boundaries:
         return None
+    chained: list[dict[str, Any]] = []
+    for b in chained_segment_boundaries(chain, boundaries):
+        seg = segment_of(chain[b])
+        assert seg is not None
+        earlier = plan_segment(seg, b, True, parent)
+        relink(earlier, order, parent, moves)
+        chained.append(chained_report(earlier))
     plan = plan_preserved_segment(chain, boundaries, parent)
     if plan is None:
         return None
-    head, anchor, tail = plan.head, plan.anchor, plan.tail
-    if plan.walk and head is not None:
+    if chained:
+        plan.info["chained"] = chained
+    if plan.walk and plan.head is not None:
         preserved.update(plan.walk)
-        parent[head] = anchor
-        for u in order:
-            if u != head and parent[u] == anchor:
-                parent[u] = tail
+        relink(plan, order, parent, moves)
         for u in plan.walk:
             if chain[u].get("type") == ASSISTANT:
                 zero_usage.add(u)

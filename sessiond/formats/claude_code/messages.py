@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .graph import Graph
-from .records import ASSISTANT, SYSTEM, USER, ClaudeTranscript, attachment_type, timestamp_ms
+from .records import ASSISTANT, ATTACHMENT, SYSTEM, USER, ClaudeTranscript, attachment_type, timestamp_ms
 
 Message = dict[str, Any]
+
+ATTACHMENT_CUSTOM_TYPE: Final = "claude-code.attachment/"
+"""``customType`` prefix of the ``custom`` message a rendered attachment becomes (``/<type>`` follows)."""
 
 SYNTHETIC_TOOL_RESULT_TEXT: Final = "[Tool result missing due to internal error]"
 """Text of the error result given to a tool call that has none (Claude Code's placeholder wording)."""
@@ -131,9 +134,56 @@ def _tool_result_message(block: dict[str, Any], tool_names: dict[str, str], ts: 
     }
 
 
+def attachment_messages(entry: dict[str, Any]) -> list[Message]:
+    """What an attachment entry contributes: the text Claude Code rendered for the model.
+
+    From 2.1.3xx an attachment records ``rendered`` (a list of ``{content}`` items, the exact
+    text the model receives, ``<system-reminder>`` framing included) and ``renderedRole``
+    (``system`` or ``user``: how Claude Code files it; both are sent as user content). It
+    becomes one ``custom`` message marked ``claude-code.attachment/<type>``, with
+    ``display: false`` (context the model got, not a message a person wrote). An attachment
+    without ``rendered`` (older versions, or one the model never sees) contributes nothing.
+    """
+    rendered = entry.get("rendered")
+    if type(rendered) is not list:
+        return []
+    blocks: list[dict[str, Any]] = []
+    for item in rendered:
+        content = item.get("content") if type(item) is dict else item
+        if type(content) is str:
+            blocks.append({"type": "text", "text": content})
+        elif type(content) is list:
+            blocks.extend(_user_blocks(content))
+    if not blocks:
+        return []
+    kind = attachment_type(entry)
+    role = entry.get("renderedRole")
+    details: dict[str, Any] = {"attachment": kind if type(kind) is str else None}
+    if type(role) is str:
+        details["renderedRole"] = role
+    return [
+        {
+            "role": "custom",
+            "customType": f"{ATTACHMENT_CUSTOM_TYPE}{kind if type(kind) is str else 'none'}",
+            "content": blocks,
+            "display": False,
+            "details": details,
+            "timestamp": epoch_ms(entry.get("timestamp")),
+        }
+    ]
+
+
+def is_attachment_message(m: Message) -> bool:
+    """A rendered attachment (see :func:`attachment_messages`)."""
+    return m.get("role") == "custom" and str(m.get("customType", "")).startswith(ATTACHMENT_CUSTOM_TYPE)
+
+
 def user_messages(entry: dict[str, Any], tool_names: dict[str, str]) -> list[Message]:
     """What one user entry contributes: its tool results first (as the API requires), then the
-    rest of its content as one Pi user message. A string content stays a string."""
+    rest of its content as one Pi user message. A string content stays a string. An attachment
+    entry contributes its rendered text (:func:`attachment_messages`)."""
+    if entry.get("type") == ATTACHMENT:
+        return attachment_messages(entry)
     message = entry.get("message")
     if type(message) is not dict:
         return []
@@ -302,6 +352,8 @@ def build_messages(
             items.append(("u", u))
             if u not in g.results:
                 open_ids.clear()  # the walk back stops at a user entry that is not a tool result
+        elif etype == ATTACHMENT and attachment_messages(e):
+            items.append(("u", u))  # rendered text the model got; pieces still merge across it
         else:
             sub = e.get("subtype") if etype == SYSTEM else attachment_type(e)
             name = f"{etype}/{sub or 'none'}"
@@ -368,15 +420,16 @@ def _pair_tool_results(raw: list[tuple[str, Message]]) -> tuple[list[tuple[str, 
     dropped = 0
     i = 0
     n = len(raw)
+    leading: list[tuple[str, Message]] = []
+    while i < n and raw[i][1]["role"] != "assistant":
+        if raw[i][1]["role"] == "toolResult":
+            dropped += 1  # a result before any call
+        else:
+            leading.append(raw[i])
+        i += 1
+    out.extend(_arrange(leading))
     while i < n:
         source, m = raw[i]
-        if m["role"] != "assistant":
-            if m["role"] == "toolResult":
-                dropped += 1  # a result before any call
-            else:
-                out.append((source, m))
-            i += 1
-            continue
         out.append((source, m))
         calls = [b for b in m["content"] if b["type"] == "toolCall"]
         j = i + 1
@@ -415,6 +468,43 @@ def _pair_tool_results(raw: list[tuple[str, Message]]) -> tuple[list[tuple[str, 
                         },
                     )
                 )
-        out.extend(others)
+        out.extend(_arrange(others))
         i = j
     return out, {"syntheticToolResults": synthetic, "droppedToolResults": dropped}
+
+
+def _arrange(stretch: list[tuple[str, Message]]) -> list[tuple[str, Message]]:
+    """A stretch of user-side messages (after an assistant message and its results) in the
+    order and shape Claude Code sends them.
+
+    * Rendered attachments move up, ahead of the stretch's prompts and local-command entries
+      (Claude Code lets attachments bubble up until they meet an assistant message or a tool
+      result), keeping their own order.
+    * A message followed by a user entry gets a newline at the end of its last text: Claude
+      Code joins consecutive user messages into one API message and ends the text before each
+      user entry's with ``\n`` (the caveat / command / stdout entries after ``/compact``, an
+      attachment before a prompt). Copies are changed, never the converted entries.
+    """
+    if not stretch:
+        return stretch
+    attachments = [x for x in stretch if is_attachment_message(x[1])]
+    arranged = (
+        attachments + [x for x in stretch if not is_attachment_message(x[1])]
+        if attachments
+        else list(stretch)
+    )
+    for k in range(len(arranged) - 1):
+        source, m = arranged[k]
+        if m["role"] in ("user", "custom") and arranged[k + 1][1]["role"] == "user":
+            arranged[k] = (source, _newline_at_end(m))
+    return arranged
+
+
+def _newline_at_end(m: Message) -> Message:
+    content = m.get("content")
+    if type(content) is str:
+        return {**m, "content": content + "\n"}
+    if type(content) is list and content and type(content[-1]) is dict and content[-1].get("type") == "text":
+        last = content[-1]
+        return {**m, "content": [*content[:-1], {**last, "text": str(last.get("text", "")) + "\n"}]}
+    return m

@@ -382,15 +382,21 @@ def _boundary_report(t: ClaudeTranscript, g: Graph, chain: list[str]) -> list[di
         meta = e.get("compactMetadata")
         meta = meta if type(meta) is dict else {}
         logical = str_or_none(e.get("logicalParentUuid"))
-        out.append(
-            {
-                "uuid": b,
-                "trigger": meta.get("trigger"),
-                "preTokens": meta.get("preTokens"),
-                "logicalParentUuid": logical,
-                "logicalParentPresent": logical is not None and logical in t.chain,
-                "preservedSegment": type(meta.get("preservedSegment")) is dict,
-                "onChain": b in on_chain,
-            }
-        )
+        report: dict[str, Any] = {
+            "uuid": b,
+            "trigger": meta.get("trigger"),
+            "preTokens": meta.get("preTokens"),
+            "logicalParentUuid": logical,
+            "logicalParentPresent": logical is not None and logical in t.chain,
+            "preservedSegment": type(meta.get("preservedSegment")) is dict,
+            "onChain": b in on_chain,
+        }
+        kept = meta.get("preservedMessages")
+        uuids = kept.get("uuids") if type(kept) is dict else None
+        if type(uuids) is list:
+            # 2.1.3xx lists the kept messages; the relink above already keeps them (the segment
+            # head..tail), so this is reported for comparison, not used.
+            report["preservedMessages"] = len(uuids)
+            report["preservedMessagesInFile"] = sum(1 for u in uuids if type(u) is str and u in t.chain)
+        out.append(report)
     return out

@@ -55,6 +55,12 @@ METADATA_TYPES: Final = frozenset(
         "worktree-state",
         "continued-in",
         "saved_hook_context",
+        # 2.1.3xx bookkeeping: the request Claude Code sent (its shape, content blobs, the
+        # request itself) and the tools used so far. Not part of the conversation.
+        "api-request-shape",
+        "api-request-blob",
+        "api-request",
+        "tools-used",
     }
 )
 """Non-chain record types seen in real files or named by parsers (docs/claude-code.md, Loading)."""
@@ -288,7 +294,8 @@ _MAX_SHARED: Final = 4096
 
 def skeleton(rec: dict[str, Any]) -> dict[str, Any]:
     """What a follower keeps of a chain record once its graph is built: the fields read after
-    that (leaf rules, reports): ``type``, ``isSidechain``, ``agentId``, an attachment's type, and
+    that (leaf rules, reports): ``type``, ``isSidechain``, ``agentId``, an attachment's type and
+    whether it was rendered for the model, and
     a system entry's subtype and compaction/snip metadata. Bodies are read back from the file.
 
     Records of the same shape share one dict (most entries of a session are ``user`` or
@@ -309,7 +316,8 @@ def skeleton(rec: dict[str, Any]) -> dict[str, Any]:
                 out[name] = rec[name]
         return out
     att = attachment_type(rec) if kind == ATTACHMENT else None
-    shape = (kind, side, agent, att if type(att) is str else None)
+    rendered = kind == ATTACHMENT and type(rec.get("rendered")) is list and bool(rec["rendered"])
+    shape = (kind, side, agent, att if type(att) is str else None, rendered)
     shared = _SHARED_SKELETONS.get(shape)
     if shared is not None:
         return shared
@@ -320,6 +328,8 @@ def skeleton(rec: dict[str, Any]) -> dict[str, Any]:
         out["agentId"] = agent
     if shape[3] is not None:
         out["attachment"] = {"type": shape[3]}
+    if rendered:
+        out["rendered"] = True  # the model saw it: its body is read back for the context
     if len(_SHARED_SKELETONS) < _MAX_SHARED:
         _SHARED_SKELETONS[shape] = out
     return out

@@ -30,6 +30,15 @@ COMPACTED: Final = "compacted"
 TURN_CONTEXT: Final = "turn_context"
 EVENT_MSG: Final = "event_msg"
 RECORD_TYPES: Final = frozenset({SESSION_META, RESPONSE_ITEM, COMPACTED, TURN_CONTEXT, EVENT_MSG})
+BOOKKEEPING_RECORD_TYPES: Final = frozenset({"world_state", "token_usage_record"})
+"""Record types Codex 0.169 writes that change nothing Codex resumes with: ``world_state`` (a
+snapshot of the settings and environment the model's context was rendered from) and
+``token_usage_record`` (one response's usage; the ``token_count`` event right after it carries
+the same numbers). Counted by name (``diagnostics.load.bookkeeping``), not as unknown."""
+BOOKKEEPING_EVENTS: Final = frozenset({"item_completed", "thread_settings_applied"})
+"""``event_msg`` types of 0.169 that are bookkeeping too: ``item_completed`` (the finished item
+as the UI shows it; the response item it mirrors is its own line) and
+``thread_settings_applied`` (the settings a turn runs with; ``turn_context`` says the same)."""
 
 _LEGACY_ITEM_TYPES: Final = frozenset(
     {
@@ -67,6 +76,9 @@ class RolloutDiagnostics(LineDiagnostics):
     """Complete lines read."""
     not_objects: int = 0
     unknown_record_types: Counter[str] = field(default_factory=Counter)
+    bookkeeping: Counter[str] = field(default_factory=Counter)
+    """Known records that carry nothing for the tree or the context, by name (``world_state``,
+    ``event_msg/item_completed``, …)."""
     legacy: bool = False
 
     def as_json(self) -> dict[str, Any]:
@@ -75,6 +87,7 @@ class RolloutDiagnostics(LineDiagnostics):
             **self.skipped_json(),
             "notObjects": self.not_objects,
             "unknownRecordTypes": dict(sorted(self.unknown_record_types.items())),
+            "bookkeeping": dict(sorted(self.bookkeeping.items())),
             "legacy": self.legacy,
             "tornTail": self.torn_tail,
         }
@@ -181,7 +194,15 @@ def _record(obj: dict[str, Any], number: int, rollout: Rollout) -> Record | None
         if type(payload) is not dict:
             # A compacted line of the earliest builds, or a damaged line: keep what is usable.
             payload = {} if payload is None else {"value": payload}
+        if kind == EVENT_MSG:
+            event = payload.get("type")
+            if type(event) is str and event in BOOKKEEPING_EVENTS:
+                diag.bookkeeping[f"{EVENT_MSG}/{event}"] += 1
+                return None
         return Record(number, timestamp, kind, payload)
+    if type(kind) is str and kind in BOOKKEEPING_RECORD_TYPES:
+        diag.bookkeeping[kind] += 1
+        return None
     # The earliest rollouts: a bare meta line first, then bare response items.
     if "record_type" in obj:
         return None
@@ -196,6 +217,8 @@ def _record(obj: dict[str, Any], number: int, rollout: Rollout) -> Record | None
 
 
 __all__ = [
+    "BOOKKEEPING_EVENTS",
+    "BOOKKEEPING_RECORD_TYPES",
     "COMPACTED",
     "EVENT_MSG",
     "RECORD_TYPES",

@@ -21,9 +21,17 @@ one assistant message (with that response's usage), outputs become tool results 
 after their call, a call with no output gets the synthetic ``aborted`` result Codex sends,
 and an output whose call is not in the history is dropped (Codex drops it too).
 
+The base instructions (``session_meta.base_instructions.text``) are the first entry and the
+first message of the context, a ``custom`` ``codex.instructions`` message marked
+``details.systemPrompt``: Codex sends them first with every request (0.169: as a leading
+``developer`` item that is no rollout item). A fork's inherited history (Codex 0.169's
+paginated forks) is fed before its own records with :attr:`Thread.id_prefix` set, so its
+entries keep ids of their own (``sessiond.store.codex`` finds the parent's rollout).
+
 Differences from Codex, by design: Codex puts a fixed preamble of its own before a rebuilt
-summary and re-renders its instructions on resume from the current configuration; here the
-summary is sent as written and the instructions are the ones recorded in the file.
+summary, and renders the instructions it sends for the run at hand (0.169 leaves out the
+sections on tools the run does not offer); here the summary is sent as written and the
+instructions are the text recorded in the file.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ API: Final = "openai-responses"
 COMPACT_USER_MESSAGE_MAX_TOKENS: Final = 20_000
 BYTES_PER_TOKEN: Final = 4
 ZERO_COST: Final = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+INSTRUCTIONS: Final = "codex.instructions"
+"""The custom type of the base instructions (the system prompt) in the tree and the context."""
+SYSTEM_PROMPT_DETAILS: Final = {"systemPrompt": True, "source": "session_meta.base_instructions"}
 
 
 def entry_id(line: int) -> str:
@@ -161,6 +172,10 @@ class Thread:
         self._meta_seen = False
         self._names: dict[str, str] = {}
         """Tool names by call id (a tool result entry names its tool)."""
+        self.id_prefix = ""
+        """Put before every new entry id: ``B`` while a fork's inherited history is fed."""
+        self.instructions: HistoryItem | None = None
+        """The base instructions (``session_meta.base_instructions.text``): the system prompt."""
 
     @property
     def leaf_id(self) -> str | None:
@@ -193,7 +208,25 @@ class Thread:
                 provider = record.payload.get("model_provider")
                 if type(provider) is str and provider:
                     self.provider = provider
+                if not self.id_prefix:  # a fork's own instructions, not its parent's
+                    self._instructions(record, out)
         return out
+
+    def _instructions(self, record: Record, out: list[Entry]) -> None:
+        """The base instructions Codex sends first with every request (the ``instructions``
+        field in older builds, a leading ``developer`` input item that is no rollout item in
+        0.169): one ``custom_message`` entry marked as the system prompt, first in the chain."""
+        base = record.payload.get("base_instructions")
+        text = base.get("text") if type(base) is dict else None
+        if type(text) is not str or not text.strip():
+            return
+        eid = self.id_prefix + entry_id(record.line)
+        content = [{"type": "text", "text": text}]
+        item = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]}
+        self.instructions = HistoryItem(eid, item, record.line, _ms(record.timestamp), self.model)
+        entry = _custom_message_entry(eid, record.timestamp, INSTRUCTIONS, content)
+        entry["details"] = dict(SYSTEM_PROMPT_DETAILS)
+        self._append(out, entry, _Node(eid))
 
     def _append(self, out: list[Entry], entry: Entry, node: _Node) -> None:
         entry["parentId"] = self.leaf_id
@@ -206,7 +239,7 @@ class Thread:
         if t is None or t not in I.KNOWN_ITEM_TYPES:
             self.diagnostics.unknown_items[t if t is not None else "(none)"] += 1
             return
-        eid = entry_id(record.line)
+        eid = self.id_prefix + entry_id(record.line)
         ms = _ms(record.timestamp)
         node = _Node(eid)
         history_item = HistoryItem(eid, item, record.line, ms, self.model)
@@ -269,7 +302,7 @@ class Thread:
 
     def _compacted(self, record: Record, out: list[Entry]) -> None:
         payload = record.payload
-        eid = entry_id(record.line)
+        eid = self.id_prefix + entry_id(record.line)
         summary = payload.get("message")
         summary = summary if type(summary) is str else ""
         replacement = payload.get("replacement_history")
@@ -330,7 +363,7 @@ class Thread:
         if type(model) is not str or not model or model == self.model:
             return
         self.model = model
-        eid = entry_id(record.line)
+        eid = self.id_prefix + entry_id(record.line)
         entry = {
             "type": "model_change",
             "id": eid,
@@ -383,7 +416,7 @@ class Thread:
         if count:
             self.history = _drop_turns(self.history, count)
             self.path = _drop_path_turns(self.path, count)
-        eid = entry_id(record.line)
+        eid = self.id_prefix + entry_id(record.line)
         data = {"numTurns": count, "droppedEntries": before - len(self.path)}
         self._append(out, _custom_entry(eid, record.timestamp, "codex.thread_rolled_back", data), _Node(eid))
 
@@ -394,6 +427,11 @@ class Thread:
         synthetic, dropped, messages = to_messages(self.history, self.provider)
         self.diagnostics.synthetic_results = synthetic
         self.diagnostics.dropped_results = dropped
+        if self.instructions is not None:
+            h = self.instructions
+            message = _custom(INSTRUCTIONS, I.user_blocks(h.item["content"]), h.ms)
+            message["details"] = dict(SYSTEM_PROMPT_DETAILS)
+            messages.insert(0, (h.entry_id, message))
         return messages
 
 

@@ -40,7 +40,7 @@ from ..messages import (
     usage_tuple,
     user_messages,
 )
-from ..records import ASSISTANT, SYSTEM, USER, attachment_type
+from ..records import ASSISTANT, ATTACHMENT, SYSTEM, USER, attachment_type
 
 Fetch = Callable[[list[str]], Mapping[str, dict[str, Any]]]
 """Reads full records by uuid (the store reads their lines back from the file)."""
@@ -79,6 +79,13 @@ class _Group:
     out: int = 0
     """Position of its first message."""
     totals: tuple[Any, ...] = _ZERO
+
+
+def _has_messages(entry: dict[str, Any]) -> bool:
+    """Whether an entry (record or skeleton) may contribute messages: user and assistant
+    entries, and attachments rendered for the model (only those are read back)."""
+    kind = entry.get("type")
+    return kind in (USER, ASSISTANT) or (kind == ATTACHMENT and bool(entry.get("rendered")))
 
 
 class Conversation:
@@ -128,11 +135,7 @@ class Conversation:
             first = self._cut(keep)
         todo = chain[start + len(self.fed) :]
         wanted = [
-            u
-            for u in todo
-            if u not in self._converted
-            and u not in fresh
-            and self.entries[u].get("type") in (USER, ASSISTANT)
+            u for u in todo if u not in self._converted and u not in fresh and _has_messages(self.entries[u])
         ]
         records: Mapping[str, Any] = fresh
         if wanted:
@@ -222,6 +225,12 @@ class Conversation:
                 reset, self._open = self._open, {}  # the walk back stops at a prompt
             self._log.append(("u", reset))
             return len(items) - 1
+        if kind == ATTACHMENT and e.get("rendered"):
+            (messages,) = self._convert(u, records)
+            if messages:  # rendered text the model got; pieces still merge across it
+                items.append(_Item("u", u, messages=messages))
+                self._log.append(("u", None))
+                return len(items) - 1
         sub = e.get("subtype") if kind == SYSTEM else attachment_type(e)
         name = f"{kind}/{sub or 'none'}"
         self._excluded[name] = self._excluded.get(name, 0) + 1

@@ -39,7 +39,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...pi import paused_gc
-from ..graph import Graph, graph_of, index_entry, is_compact_boundary, plan_preserved_segment, raw_parent
+from ..graph import (
+    CHAINED_KEYS,
+    Graph,
+    graph_of,
+    index_entry,
+    is_compact_boundary,
+    plan_preserved_segment,
+    raw_parent,
+    segment_of,
+)
 from ..messages import EMPTY_USAGE, Message, Usage4, max_usage, usage_tuple
 from ..parse import TranscriptIndexer, parse_records
 from ..reconstruct import Reconstruction, chain_diagnostics
@@ -160,7 +169,7 @@ class LiveTranscript:
         for u, target in g.progress_target.items():
             if target is not None and target not in records:
                 self._waiting.setdefault(target, []).append(u)
-        relink = g.relink if g.relink is not None and g.relink.get("applied") else None
+        self._moves = list(g.moves)  # which parents the relinks changed, to undo them later
         for u in g.order:
             e = records[u]
             p = g.parent[u]
@@ -177,10 +186,6 @@ class LiveTranscript:
                 before = self._group_usage.get(key)
                 self._group_usage[key] = usage if before is None else max_usage(before, usage)
                 self._carrier[key] = u
-            if relink is not None:  # which parents the relink changed, to undo it later
-                was = None if is_compact_boundary(e) else raw_parent(e, g.progress_target)
-                if u == relink["headUuid"] or (was is not None and was == relink["anchorUuid"]):
-                    self._moves.append((u, was))
             for tid in g.results.get(u, ()):
                 if tid not in g.tool_names:
                     self._unnamed.add(tid)
@@ -300,6 +305,16 @@ class LiveTranscript:
             parent = None
         relink = g.relink
         if (
+            relink is not None
+            and relink.get("live")
+            and not relink.get("applied")
+            and u in (relink.get("headUuid"), relink.get("tailUuid"))
+        ):
+            # A fork's file writes the boundary before the segment it keeps: the check that
+            # failed when the boundary arrived would pass now.
+            growth.reload = "a preservedSegment's entries arrived after its boundary"
+            return None
+        if (
             parent is not None
             and relink is not None
             and relink.get("applied")
@@ -370,18 +385,28 @@ class LiveTranscript:
     def _boundary(self, b: str, growth: Growth, fetch: Fetch) -> None:
         """A new compact boundary: with a ``preservedSegment`` (or after one) it prunes."""
         t, g = self.t, self.g
-        meta = t.chain[b].get("compactMetadata")
-        if type(meta) is dict and type(meta.get("preservedSegment")) is dict:
+        previous = g.relink
+        chained_on = (
+            segment_of(t.chain[b]) is not None
+            and len(g.boundaries) > 1
+            and self._seg_boundary == g.boundaries[-2]
+        )
+        if segment_of(t.chain[b]) is not None:
             self._seg_boundary = b
         if self._seg_boundary is None:
             return  # a plain boundary: a new root, the context starts after it
         pruning_before = bool(g.pruned - g.snipped)
-        for u, before in reversed(self._moves):  # the relink of an earlier boundary ends
-            g.parent[u] = before
-            growth.reparented[u] = before
-        self._moves = []
+        if not chained_on:
+            for u, before in reversed(self._moves):  # the relinks of earlier boundaries end
+                g.parent[u] = before
+                growth.reparented[u] = before
+            self._moves = []
         plan = plan_preserved_segment(t.chain, g.boundaries, g.parent)
         assert plan is not None
+        if chained_on and previous is not None:
+            # The relink before this one stays (graph.chained_segment_boundaries), as in a cold read.
+            earlier = previous.get("chained", [])
+            plan.info["chained"] = [*earlier, {k: v for k, v in previous.items() if k in CHAINED_KEYS}]
         if not plan.prunes:
             if pruning_before:
                 growth.reload = "a broken preservedSegment ended the pruning of the history"

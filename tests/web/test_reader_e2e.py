@@ -150,6 +150,7 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
         assert n["pageOverflow"] is False
         assert seen["narrowPanel"]["pageOverflow"] is False and seen["narrowPanel"]["panelWidth"] > 300
         assert seen["narrowContextOverflow"] is False
+        assert seen["narrowPages"] == {"search": False, "usage": False}
         # wide, nothing selected: the tree has the whole width
         assert seen["noPanel"]["panel"] is False
         assert seen["noPanel"]["tree"] == seen["noPanel"]["split"]

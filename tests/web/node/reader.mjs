@@ -254,6 +254,17 @@ try {
   await rendered(page);
   result.narrowContextOverflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
   await shot(page, "ui-360-context");
+  // the search page and the dashboard fit too
+  result.narrowPages = {};
+  for (const [name, fragment, ready] of [
+    ["search", `view=search&q=${encodeURIComponent(config.search.query)}`, ".unavailable, .hit, .search-count"],
+    ["usage", "view=usage", ".unavailable, .dash-cards .big"],
+  ]) {
+    await open(page, fragment);
+    await page.waitForSelector(ready);
+    await page.waitForTimeout(300);
+    result.narrowPages[name] = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+  }
   await page.setViewportSize({ width: 1400, height: 860 });
   step("narrow");
 

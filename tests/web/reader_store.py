@@ -49,6 +49,9 @@ XSS_MARKDOWN = """Here is the fix.
 def greet(name: str) -> str:
     return f"hello {name}"
 ```
+
+See [the docs](https://example.com/docs), [a javascript: link](javascript:window.__xss='markdown-link')
+and ![an image from elsewhere](https://example.com/track.png).
 """
 
 ANSI_OUTPUT = (

@@ -115,6 +115,11 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
         assert r["diffAdded"] == 2 and r["diffRemoved"] == 2
         assert r["numbered"].split("\n")[:3] == ["1", "2", "3"]
         assert r["errors"] == 1
+        # Markdown links: a web link opens elsewhere without a referrer; a javascript: one is inert;
+        # an image from elsewhere is not loaded (no src)
+        assert ["the docs", "https://example.com/docs", "_blank", "noopener noreferrer"] in r["links"]
+        assert ["a javascript: link", None, "_blank", "noopener noreferrer"] in r["links"]
+        assert r["remoteImages"] == [None]
         assert r["images"] == [1]
         assert any("system reminder" in t for t in r["injected"])
         assert seen["metaTag"] == "injected by the agent"  # Claude Code's isMeta, in the entry panel

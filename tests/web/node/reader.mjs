@@ -95,6 +95,8 @@ try {
       errors: document.querySelectorAll(".tool-call.tool-error").length,
       images: [...document.querySelectorAll("img.attached-image")].map((i) => i.naturalWidth),
       injected: [...document.querySelectorAll(".injected-tag, .collapsible.injected > button")].map((e) => e.textContent),
+      links: [...document.querySelectorAll(".md a")].map((a) => [a.textContent, a.getAttribute("href"), a.getAttribute("target"), a.getAttribute("rel")]),
+      remoteImages: [...document.querySelectorAll(".md img")].map((i) => i.getAttribute("src")),
     };
   });
   await page.click(".tool-call[data-tool-kind='edit'] .raw-toggle");

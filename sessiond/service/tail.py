@@ -9,8 +9,9 @@ doubled while they hold fewer entries than asked, up to 8 MiB — in a worker th
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -26,26 +27,39 @@ def read_tail(path: Path, fmt: str, limit: int) -> tuple[list[dict[str, Any]], s
     if fmt not in PREVIEW_FORMATS:
         return None
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            span = FIRST_READ
-            while True:
-                start = max(0, size - span)
-                f.seek(start)
-                data = f.read(size - start)
-                entries = tail_entries(data, fmt, limit, whole=start == 0)
-                if entries is None:
-                    return None
-                if len(entries) >= limit or start == 0 or span >= MAX_READ:
-                    break
-                span *= 2
-            head = b"" if fmt != "pi" else _first_line(f)
+        # never blocks on a FIFO, never follows a symlink: anything but a regular file is left to
+        # the ordinary open (and its rules about such files)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with open(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return _read(f, info.st_size, fmt, limit)
+
+
+def _read(f: BinaryIO, size: int, fmt: str, limit: int) -> tuple[list[dict[str, Any]], str] | None:
+    """The last 256 KiB, doubled while they hold fewer than ``limit`` entries (up to 8 MiB)."""
+    span = FIRST_READ
+    try:
+        while True:
+            start = max(0, size - span)
+            f.seek(start)
+            data = f.read(size - start)
+            entries = tail_entries(data, fmt, limit, whole=start == 0)
+            if entries is None:
+                return None
+            if len(entries) >= limit or start == 0 or span >= MAX_READ:
+                break
+            span *= 2
+        head = _first_line(f) if fmt == "pi" else b""
     except OSError:
         return None
     return entries, _cwd(fmt, head, data)
 
 
-def _first_line(f: Any) -> bytes:
+def _first_line(f: BinaryIO) -> bytes:
     f.seek(0)
     line: bytes = f.readline(64 * 1024)
     return line

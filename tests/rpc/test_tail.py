@@ -3,6 +3,7 @@ as the opened session's, for Pi and Claude Code files; other formats are opened.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from sessiond.formats.tail import tail_entries
+from sessiond.service.tail import read_tail
 from sessiond_client import RpcError
 from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
@@ -94,3 +96,18 @@ def test_a_cut_first_line_and_junk_are_skipped() -> None:
     assert [e["id"] for e in cut or []] == ["a", "b"]
     assert [e["id"] for e in tail_entries(data, "pi", 1, whole=True) or []] == ["b"]
     assert tail_entries(data, "codex", 10, whole=True) is None
+
+
+def test_only_regular_files_are_read_and_never_through_a_symlink(tmp_path: Path) -> None:
+    """A FIFO named like a transcript would block a plain open forever; a symlink may point
+    anywhere: both are left to the ordinary open of the session (and its rules)."""
+    real = tmp_path / "s.jsonl"
+    real.write_bytes(b'{"type":"session","id":"s","cwd":"/w"}\n{"type":"message","id":"a","parentId":null}\n')
+    assert read_tail(real, "pi", 10) == ([{"type": "message", "id": "a", "parentId": None}], "/w")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert read_tail(link, "pi", 10) is None
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    assert read_tail(fifo, "claude-code", 10) is None  # at once, not blocked waiting for a writer
+    assert read_tail(tmp_path / "missing.jsonl", "pi", 10) is None

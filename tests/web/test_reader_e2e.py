@@ -56,7 +56,7 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
     daemon = start_daemon(tmp_path)
     try:
         pending = tmp_path / "live-pending.jsonl"
-        pending.write_bytes(store.live.pending(turns=2))
+        pending.write_bytes(store.live.pending(turns=3))
         first_new_leaf = json.loads(pending.read_text().splitlines()[3])["uuid"]
         search = await has_method(daemon, "search/query", {"query": "greeting"})
         usage = await has_method(daemon, "stats/query", {"groupBy": "daily"})
@@ -147,6 +147,7 @@ async def test_the_reader_in_chromium(tmp_path: Path) -> None:
         assert seen["follow"]["following"] == "true"
         assert seen["notFollowing"]["scrollTop"] == 0
         assert "new" in seen["notFollowing"]["button"]
+        assert seen["contextFollow"]["fresh"] >= 1 and seen["contextFollow"]["following"] == "true"
 
         # 360 px: rows keep their text, the stats are whole, nothing overflows the window
         n = seen["narrow"]

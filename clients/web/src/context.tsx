@@ -55,6 +55,11 @@ export function ContextView({
               if (added.size) setFresh(added);
             }
             seen.current = ids;
+            // the window starts where it started: messages that arrive are added below it, so
+            // what the reader looks at does not move (a compaction that shortens the context
+            // resets it)
+            const count = result.messages.length;
+            setStart((prev) => (prev === null || prev >= count ? Math.max(0, count - WINDOW) : prev));
             setContext(result);
           },
           (err: unknown) => toast(errorText(err), "error"),

@@ -218,6 +218,25 @@ try {
     scrollTop: await page.$eval(".tree", (el) => el.scrollTop),
     button: await page.textContent(".follow-button"),
   };
+  // the context view follows too: at its bottom, a new turn comes into view, highlighted
+  await page.click('.tabs [data-tab="context"]');
+  await page.waitForSelector(".ctx-msg");
+  await page.waitForFunction(() => {
+    const v = document.querySelector(".context-view");
+    return v.scrollHeight - v.scrollTop - v.clientHeight < 48;
+  });
+  const lastBefore = await page.$$eval(".ctx-msg", (els) => els.at(-1).dataset.entry);
+  appendFileSync(l.path, turns.slice(8, 12).join("\n") + "\n");
+  await page.waitForFunction((id) => [...document.querySelectorAll(".ctx-msg")].at(-1).dataset.entry !== id, lastBefore);
+  await page.waitForFunction(() => {
+    const v = document.querySelector(".context-view");
+    const last = [...document.querySelectorAll(".ctx-msg")].at(-1).getBoundingClientRect();
+    return last.bottom <= v.getBoundingClientRect().bottom + 1;
+  });
+  result.contextFollow = {
+    fresh: await page.$$eval(".ctx-msg.fresh", (els) => els.length),
+    following: await page.$eval(".context-view", (el) => el.dataset.following),
+  };
   step("follow");
 
   // ---- a phone-sized window: every row keeps its text, nothing is cut or overflows

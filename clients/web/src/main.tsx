@@ -3,7 +3,6 @@ import { App, NoToken } from "./app.tsx";
 import { Rpc, socketUrl, takeToken } from "./rpc.ts";
 import "./style.css";
 import { applyTheme, currentTheme } from "./theme.ts";
-import { loadRich } from "./markdown.tsx";
 
 applyTheme(currentTheme());
 
@@ -16,7 +15,3 @@ if (token === null) {
   rpc.start().catch(() => undefined); // the status bar says what went wrong
   render(<App rpc={rpc} />, root);
 }
-
-// the reader's renderer (a chunk of its own) once the first paint is done, so reading an entry
-// does not wait for it
-addEventListener("load", () => setTimeout(() => void loadRich(), 1500));

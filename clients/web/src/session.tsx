@@ -163,8 +163,10 @@ export function SessionView({
   }, [rpc, sessionId, reload]);
 
   useEffect(() => {
-    void firstLoad();
-    void reloadUsage();
+    // the tree first: the gauge's numbers (context/usage) are asked for once it is drawn, so the
+    // daemon answers tree/get before computing them (session/subscribe's usage_update comes
+    // meanwhile)
+    void firstLoad().then(reloadUsage);
     const serial = (work: () => Promise<void>) => {
       busy.current = busy.current.then(work, work);
     };

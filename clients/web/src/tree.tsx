@@ -1,6 +1,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { isBookkeeping, type Row, type TreeModel } from "./treemodel.ts";
 import { time } from "./format.ts";
+import { loadRich } from "./markdown.tsx";
 
 const ROW = 24;
 const OVERSCAN = 20;
@@ -85,7 +86,12 @@ export function TreeView({
         setScroll(el.scrollTop);
       }
       following.current = el.scrollTop + el.clientHeight >= shown.length * ROW - ROW;
-      if (!partial) performance.mark("sessiond-tree-complete");
+      if (!partial) {
+        performance.mark("sessiond-tree-complete");
+        // the reader's renderer (a chunk of its own) now that the tree is drawn, so opening an
+        // entry does not wait for it
+        setTimeout(() => void loadRich(), 300);
+      }
       if (performance.getEntriesByName("sessiond-tree-painted").length === 0) {
         // after the frame is painted (as Preact runs effects): what the reader sees
         requestAnimationFrame(() => setTimeout(() => performance.mark("sessiond-tree-painted"), 0));

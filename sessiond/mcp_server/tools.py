@@ -650,7 +650,11 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         *([f"- {f}" for f in files[:50]] or ["(none recorded)"]),
         "",
         "## Continue",
-        f"The conversation was copied into a new Pi session {new_id} (the source was only read):",
+        (
+            f"The conversation was copied into Pi session {new_id} earlier (the same leaf; reused)"
+            if exported.get("existing")
+            else f"The conversation was copied into a new Pi session {new_id} (the source was only read):"
+        ),
         f"- Pi: `cd {info.get('cwd')} && pi --session {new_path}`",
         f"- read it: `sessiond context {new_id}` · its tree: `sessiond tree {new_id}`",
     ]
@@ -664,6 +668,7 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         "lastAssistant": last_answer,
         "files": files,
         "filesFromHistory": with_history,
+        "reused": bool(exported.get("existing")),
         "cwd": info.get("cwd"),
     }
     return Answer("\n".join(lines), data)

@@ -156,7 +156,7 @@ async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
 
 @HANDLERS.method("session/export")
 async def session_export(call: Caller, p: M.ExportParams) -> M.ExportResult:
-    return await call.service.export(call, p.sessionId, p.leafId)
+    return await call.service.export(call, p.sessionId, p.leafId, again=p.again)
 
 
 @HANDLERS.method("session/configure")

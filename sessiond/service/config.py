@@ -66,7 +66,7 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     kv_bucket = "sessiond-sessions"
     object_bucket = "sessiond-blobs" # file-history blobs, one object per content hash
     replicas = 3                     # copies of each entry; acknowledged once a majority has it
-    ack_wait = 5.0                   # seconds an append waits for the cluster, then is refused
+    ack_wait = 15.0                  # seconds a write may wait for the cluster, from its request
     connect_timeout = 5.0
 """
 

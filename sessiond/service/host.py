@@ -22,6 +22,8 @@ from ..errors import JournalBrokenError, ReadOnlySessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
+from ..store.listing import SessionInfo
+from ..store.remote import arriving
 from ..store.session import PendingAppend, ReadableSession, Session
 from . import views
 from .hub import Hub
@@ -103,11 +105,12 @@ class SessionHost:
             if pending is not None:
                 await self.complete(pending)
             return pending
-        async with self.write_order:
-            pending = await anyio.to_thread.run_sync(write, session)
-            if pending is not None:
-                await self.complete(pending)
-            return pending
+        with arriving():  # ack_wait counts from the request, queueing included (store/remote.py)
+            async with self.write_order:
+                pending = await anyio.to_thread.run_sync(write, session)
+                if pending is not None:
+                    await self.complete(pending)
+                return pending
 
     def publish(self, pending: PendingAppend) -> None:
         """Announce what ``pending`` wrote (after what another program appended just before, as
@@ -227,13 +230,14 @@ class SessionHost:
         """How full the context is, with where the number comes from (``context/usage``)."""
         return views.usage(self.session, self.estimator, self._window_for)
 
-    def describe(self) -> M.LoadResult:
-        """``session/load``'s answer."""
+    def describe(self, row: SessionInfo | None = None) -> M.LoadResult:
+        """``session/load``'s answer; ``row``: the session's listing row (its count and title)."""
         root = self.root
         return views.describe(
             self.session,
             format=getattr(root, "format", "pi"),
             root=getattr(root, "name", "sessiond"),
+            row=row,
         )
 
 

@@ -199,6 +199,8 @@ async def test_handoff_copies_a_read_only_session_and_never_writes_it(mcp: McpCl
     _, copy = await tool(mcp, "read_session", id=data["sessionId"], budget=200)
     _, source = await tool(mcp, "read_session", id=CLAUDE_ID, budget=200)
     assert copy["total"] == source["total"]
+    again, second = await tool(mcp, "handoff", id=CLAUDE_ID)  # the same leaf: the same copy
+    assert second["sessionId"] == data["sessionId"] and second["reused"] is True and "reused" in again
     assert _digest(world.foreign) == before
 
 

@@ -42,7 +42,7 @@ class Methods:
         protocol version (:class:`~sessiond_client.errors.ProtocolVersionMismatch`).
 
         Args:
-            protocol_version: The protocol version the client speaks (1).
+            protocol_version: The protocol version the client speaks (1); a number, never a string.
             auth_token: Required on TCP: the content of the server's token file.
         """
         result: M.InitializeResult = await self._call("initialize", locals())
@@ -226,7 +226,9 @@ class Methods:
         return result
 
     @rpc("session/export")
-    async def session_export(self, session_id: str, *, leaf_id: str | None = None) -> M.ExportResult:
+    async def session_export(
+        self, session_id: str, *, leaf_id: str | None = None, again: bool = False
+    ) -> M.ExportResult:
         """``session/export``: Write the conversation any session's agent would resume with (its
         context at the leaf, or at `leafId`) as a new native Pi session in sessiond's store,
         whatever its format (Claude Code, Codex, OpenCode, Pi, sessiond). The source is only read.
@@ -234,6 +236,8 @@ class Methods:
 
         Args:
             leaf_id: Export the context at this entry instead of the current leaf.
+            again: Write another copy even when the store holds an export of this session at the
+            same leaf (otherwise that export is answered, `existing: true`).
         """
         result: M.ExportResult = await self._call("session/export", locals())
         return result

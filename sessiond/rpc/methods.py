@@ -328,4 +328,19 @@ async def stats_unsubscribe(call: Caller, p: M.Empty) -> M.EmptyResult:
     return M.EmptyResult()
 
 
+# --------------------------------------------------------------------------- search
+
+
+@HANDLERS.method("search/query")
+async def search_query(call: Caller, p: M.SearchParams) -> M.SearchResult:
+    token = p.workDoneToken
+
+    def progress(done: int, total: int) -> None:
+        if token is not None:
+            percentage = 100 * done // total if total else 100
+            call.progress(token, "report", message=f"{done}/{total} session files", percentage=percentage)
+
+    return await call.service.search.query(p, progress if token is not None else None)
+
+
 HANDLERS.complete()

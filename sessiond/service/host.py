@@ -60,6 +60,9 @@ class SessionHost:
         """Called when a flush of the session failed (its journal refuses writes from then on)."""
         self.write_order = anyio.Lock()
         """Appends to a shared log commit in a worker thread, one at a time, in arrival order."""
+        self.entry_hooks: list[Callable[[SessionHost, list[str]], None]] = []
+        """Called with the ids of every batch of entries announced, the daemon's own and other
+        writers' (the registry's ``on_entries``: the search index)."""
 
     @property
     def id(self) -> str:
@@ -158,6 +161,8 @@ class SessionHost:
     ) -> None:
         """Publish ``entries_appended`` and what the entries imply (labels, name, usage)."""
         session = self.session
+        for hook in self.entry_hooks:
+            hook(self, entry_ids)
         if not self.hub.subscriber_count(self.id):
             self._last_usage = None
             return

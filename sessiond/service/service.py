@@ -54,6 +54,7 @@ from .navigation import navigate, prompt_text
 from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
+from .searching import Searching
 from .settings import SessionSettings
 from .tail import read_tail
 from .usage import UsageFeed
@@ -98,6 +99,10 @@ class Service:
         self.replication = Replication(registry)
         registry.on_open.append(self.replication.opened)
         registry.on_close.append(self.replication.closed)
+        self.search = Searching(config, self.catalog)
+        """The full-text index (started by the daemon: :meth:`Searching.start`)."""
+        registry.on_entries.append(self.search.entries)
+        self.follower.on_file_change.append(self.search.file_changed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's
@@ -132,6 +137,7 @@ class Service:
         return self.registry.host_at(path)
 
     def close_all(self) -> None:
+        self.search.close()
         self.registry.close_all()
         self.stats.close()
         self.listing.save()
@@ -234,6 +240,7 @@ class Service:
         target = trash / f"{stamp}_{path.parent.name}_{path.name}"
         if path.exists():
             await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        self.search.removed(path)
         if self.catalog.root_of(path) is self.catalog.roots[0]:
             await anyio.to_thread.run_sync(self.store.delete, session_id)
         self.registry.forget_path(session_id)

@@ -96,6 +96,8 @@ from .sessions import (
     NewResult,
     SetNameParams,
     SetNameResult,
+    TailParams,
+    TailResult,
 )
 from .sessions import METHODS as _SESSIONS
 from .stats import METHODS as _STATS
@@ -215,6 +217,8 @@ __all__ = [
     "StatusFiles",
     "StatusMemory",
     "StatusSession",
+    "TailParams",
+    "TailResult",
     "TrackParams",
     "TrackResult",
     "TreeParams",

@@ -41,6 +41,8 @@ from .index import FileMeta, Filters, Page, Signature
 log = logging.getLogger("sessiond.search")
 
 BATCH_WAIT_S: Final = 0.02
+CLOSE_WAIT_S = 10.0
+"""How long ``close`` waits for the writer thread (a daemon thread: the process may end without it)."""
 LOCKED_RETRIES = 5
 """Times a batch that found the file busy ("database is locked") is tried again before the
 index is taken for damaged and rebuilt."""
@@ -169,9 +171,13 @@ class SearchEngine:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop the writer soon: it finishes the file it is reading, skips whatever is still
+        queued (a restart compares every file's signature again, so nothing is lost) and closes
+        the database. A daemon stops in seconds even while a followed file keeps growing."""
         if self._thread is not None:
+            self._stopped = True
             self._queue.put(None)
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=CLOSE_WAIT_S)
             self._thread = None
         with self._reader_lock:
             if self._reader is not None:
@@ -334,6 +340,8 @@ class SearchEngine:
         db.execute("BEGIN")
         try:
             for item in items:
+                if self._stopped and item is not None:
+                    continue  # closing: only the end marker is still to be handled
                 if item is None:
                     self._stopped = True
                 elif item == "rebuild":
@@ -453,7 +461,7 @@ class SearchEngine:
         deadline = time.monotonic() + BUILD_SLICE_S
         db.execute("BEGIN")
         try:
-            while self._pending and time.monotonic() < deadline:
+            while self._pending and time.monotonic() < deadline and not self._stopped:
                 file = self._pending.pop()
                 sig = stat_signature(file.path)
                 if sig is None:

@@ -75,9 +75,10 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
-        self.on_file_change: list[Callable[[Path], None]] = []
-        """Called with each path a watcher reported, after the change was followed (the search
-        index looks at the file again)."""
+        self.on_file_change: list[Callable[[Path, str, bool], None]] = []
+        """Called with each path a watcher reported, its kind (``grown``, ``rewritten``...) and
+        whether an open session followed it, after the change was followed (the search index
+        looks at the file again unless the session's new entries reached it already)."""
         self.listeners: list[Callable[[Path], None]] = []
         """Told the path of every session file that changed: a followed file's event, the
         daemon's own write, OpenCode's database after a commit (the usage records' hook; called
@@ -232,7 +233,7 @@ class Follower:
                     await self._follow(host, event)
                 self._list_update(event)
                 for hook in self.on_file_change:
-                    hook(event.path)
+                    hook(event.path, event.kind, host is not None)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:

@@ -128,10 +128,14 @@ class Searching:
             session.file_size(),
         )
 
-    def file_changed(self, path: Path) -> None:
-        """A watcher saw ``path`` change (the follower's ``on_file_change``)."""
-        if self._started:
-            self.engine.changed(os.fspath(path))
+    def file_changed(self, path: Path, kind: str = "changed", open_: bool = False) -> None:
+        """A watcher saw ``path`` change (the follower's ``on_file_change``). An open session
+        that grew told the index its new entries already (``entries``, from the follower's
+        ingest): reading the whole file again for each appended line made following a growing
+        transcript cost O(file) per line and kept the writer busy past the daemon's stop."""
+        if not self._started or (open_ and kind == "grown"):
+            return
+        self.engine.changed(os.fspath(path))
 
     def removed(self, path: Path) -> None:
         if self._started:

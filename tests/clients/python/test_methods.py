@@ -201,6 +201,14 @@ async def _fork(w: World) -> Any:
     return result
 
 
+@scenario("daemon/viewerCode")
+async def _viewer_code(w: World) -> Any:
+    result = await w.client.daemon_viewer_code()
+    again = await w.client.daemon_viewer_code()
+    assert result.code and again.code != result.code and 0 < result.expiresInSeconds <= 60
+    return result
+
+
 @scenario("session/export")
 async def _export(w: World) -> Any:
     sid, _, answer = await w.chat()

@@ -734,10 +734,25 @@ def _make_daemon_store(sessions: Path, dirs: int, files: int) -> int:
     return total
 
 
-def bench_daemon_idle(scratch: Scratch, args: argparse.Namespace, log: Log) -> dict[str, Any]:
-    on = Daemon(scratch.new_dir("idle-on"))
-    off = Daemon(scratch.new_dir("idle-off"), config="[watch]\nenabled = false\n")
-    files = 1000
+IDLE_SIZES = (1000, 10000)
+"""Stored sessions of the idle daemon rows (issue 30: a Claude Code user has thousands)."""
+
+
+def _task_runs(pid: int) -> dict[str, int]:
+    """Times each live thread was put on a CPU (``schedstat``'s third field): its wake-ups."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                out[tid] = int(f.read().split()[2])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def _idle_row(scratch: Scratch, args: argparse.Namespace, files: int, log: Log) -> dict[str, Any]:
+    on = Daemon(scratch.new_dir(f"idle-on-{files}"))
+    off = Daemon(scratch.new_dir(f"idle-off-{files}"), config="[watch]\nenabled = false\n")
     size = 0
     for d in (on, off):
         size = _make_daemon_store(d.store / "sessions", 10, files)
@@ -746,29 +761,45 @@ def bench_daemon_idle(scratch: Scratch, args: argparse.Namespace, log: Log) -> d
     with on, off:
         on.start()
         off.start()
-        time.sleep(0.5 if args.quick else 1.0)  # settle: watches set, first scan of the store done
-        before = {k: (process_cpu_seconds(d.pid), _task_cpu(d.pid)) for k, d in (("on", on), ("off", off))}
+        # settle: watches set, first scan of the store done
+        time.sleep((0.5 if args.quick else 1.0) + files / 5000)
+        before = {
+            k: (process_cpu_seconds(d.pid), _task_cpu(d.pid), _task_runs(d.pid))
+            for k, d in (("on", on), ("off", off))
+        }
         t0 = time.perf_counter()
         time.sleep(args.daemon_idle_seconds)
         wall = time.perf_counter() - t0
         for key, d in (("on", on), ("off", off)):
-            stat0, tasks0 = before[key]
-            tasks = _task_cpu(d.pid)
+            stat0, tasks0, runs0 = before[key]
+            tasks, runs = _task_cpu(d.pid), _task_runs(d.pid)
             cpu = _task_delta(tasks0, tasks)
             threads: dict[str, float] = {}
+            wakes: dict[str, float] = {}
             for tid, ns in tasks.items():
                 name = "main" if tid == str(d.pid) else _comm(d.pid, tid)
                 threads[name] = threads.get(name, 0.0) + (ns - tasks0.get(tid, 0)) / 1e6 / wall
+                wakes[name] = wakes.get(name, 0.0) + (runs.get(tid, 0) - runs0.get(tid, 0)) / wall
             res[key] = {
                 "threadMsPerSec": threads,
+                "threadWakeupsPerSec": wakes,
+                "wakeupsPerSec": sum(wakes.values()),
                 "wall": wall,
                 "cpuSeconds": cpu,
                 "cpuMsPerSec": cpu / wall * 1e3,
                 "statSeconds": process_cpu_seconds(d.pid) - stat0,
                 "threads": len(os.listdir(f"/proc/{d.pid}/task")),
             }
-            log(f"  daemon, watch {key}: {res[key]['cpuMsPerSec']:.2f} ms CPU per s")
+            log(
+                f"  {files} sessions, watch {key}: {res[key]['cpuMsPerSec']:.2f} ms CPU per s, "
+                f"{res[key]['wakeupsPerSec']:.1f} wake-ups per s"
+            )
     return res
+
+
+def bench_daemon_idle(scratch: Scratch, args: argparse.Namespace, log: Log) -> dict[str, Any]:
+    """Idle daemons with 1,000 and 10,000 stored sessions, watching on and off, side by side."""
+    return {"rows": [_idle_row(scratch, args, files, log) for files in IDLE_SIZES]}
 
 
 # --------------------------------------------------------------------------- 6. cold load
@@ -1272,32 +1303,38 @@ def _print_follow(f: dict[str, Any], lat: dict[str, Any] | None) -> None:
         )
 
 
-def _print_daemon_idle(d: dict[str, Any], idle: dict[str, Any] | None) -> None:
+def _print_daemon_idle(di: dict[str, Any], idle: dict[str, Any] | None) -> None:
     p = print
-    p(
-        f"\n5. idle daemon: {d['files']} session files ({d['bytes'] / MB:.1f} MiB) in {d['dirs']} cwd dirs "
-        f"of its store, {d['on']['wall']:.1f} s, both daemons at once"
-    )
-    p(f"{'':<30}{'CPU ms/s':>10}{'% core':>8}{'threads':>9}{'x':>7}{'+ms/s':>8}")
-    base = d["off"]["cpuMsPerSec"]
-    for key, name in (("off", "[watch] enabled = false (ref)"), ("on", "watch enabled (defaults)")):
-        r = d[key]
+    for d in di["rows"]:
         p(
-            f"{name:<30}{r['cpuMsPerSec']:>10.2f}{r['cpuMsPerSec'] / 10:>8.2f}{r['threads']:>9}"
-            f"{ratio(r['cpuMsPerSec'], base):>7}{r['cpuMsPerSec'] - base:>8.2f}"
+            f"\n5. idle daemon: {d['files']:,} session files ({d['bytes'] / MB:.1f} MiB) in {d['dirs']} cwd "
+            f"dirs of its store, {d['on']['wall']:.1f} s, both daemons at once"
         )
-    extra = ""
-    if idle and idle.get("inotify"):
-        extra = f"; the watcher alone in this process (section 2): {idle['inotify']['cpuMsPerSec']:.2f} ms/s"
-    p(f"   x = row / the reference ('-' when it is 0), +ms/s = row - reference{extra}")
-    if d.get("storePollInterval"):
-        p(
-            f"   defaults: the store is stat-polled every {d['storePollInterval']:g} s "
-            "(own_poll_interval), Pi's and Claude's roots use inotify"
-        )
-    p("   CPU from /proc/<pid>/task/*/schedstat (ns resolution; /proc/<pid>/stat counts 10 ms ticks)")
-    parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(d["on"]["threadMsPerSec"].items()))
-    p(f"   watch enabled, by thread (ms/s): {parts}")
+        p(f"{'':<30}{'CPU ms/s':>10}{'% core':>8}{'wake/s':>8}{'threads':>9}{'x':>7}{'+ms/s':>8}")
+        base = d["off"]["cpuMsPerSec"]
+        for key, name in (("off", "[watch] enabled = false (ref)"), ("on", "watch enabled (defaults)")):
+            r = d[key]
+            p(
+                f"{name:<30}{r['cpuMsPerSec']:>10.2f}{r['cpuMsPerSec'] / 10:>8.2f}{r['wakeupsPerSec']:>8.1f}"
+                f"{r['threads']:>9}{ratio(r['cpuMsPerSec'], base):>7}{r['cpuMsPerSec'] - base:>8.2f}"
+            )
+        extra = ""
+        if idle and idle.get("inotify"):
+            extra = (
+                f"; the watcher alone in this process (section 2): {idle['inotify']['cpuMsPerSec']:.2f} ms/s"
+            )
+        p(f"   x = row / the reference ('-' when it is 0), +ms/s = row - reference{extra}")
+        if d.get("storePollInterval"):
+            p(
+                f"   defaults: the store is stat-polled every {d['storePollInterval']:g} s "
+                "(own_poll_interval), Pi's and Claude's roots use inotify"
+            )
+        p("   CPU from /proc/<pid>/task/*/schedstat (ns resolution; /proc/<pid>/stat counts 10 ms ticks);")
+        p("   wake/s = times the daemon's threads were put on a CPU (schedstat's run count)")
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(d["on"]["threadMsPerSec"].items()))
+        p(f"   watch enabled, by thread (ms/s): {parts}")
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(d["on"]["threadWakeupsPerSec"].items()))
+        p(f"   watch enabled, by thread (wake-ups/s): {parts}")
 
 
 def _print_load(rows: list[dict[str, Any]]) -> None:
@@ -1565,14 +1602,20 @@ def extract(d: dict[str, Any]) -> Extract:
     else:
         for goal in (G_WATCH_P99, G_FOLLOW_CPU, G_FOLLOW_FLAT, G_FOLLOW_P99):
             e.unmeasured[goal.key] = "section 4 (through the daemon) not run in this mode"
-    di = d.get("daemonIdle")
-    if di:
+    for di in (d.get("daemonIdle") or {}).get("rows", []):
         e.add(
             f"idle daemon CPU, {di['files']:,} stored sessions",
             di["on"]["cpuMsPerSec"],
             "ms/s",
             "[watch] enabled = false",
             di["off"]["cpuMsPerSec"],
+        )
+        e.add(
+            f"idle daemon wake-ups, {di['files']:,} stored sessions",
+            di["on"]["wakeupsPerSec"],
+            "/s",
+            "[watch] enabled = false",
+            di["off"]["wakeupsPerSec"],
         )
     for r in d.get("load", []):
         name = f"{r['name']} ({r['bytes'] / MB:.1f} MiB)"

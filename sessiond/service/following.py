@@ -53,13 +53,14 @@ log = logging.getLogger("sessiond.watch")
 
 
 class Follower:
-    """Two watchers: kernel watches (inotify) for the roots other agents write — sessiond
-    never writes there, so the watches cost it nothing — and stat polling for the roots
-    sessiond writes itself. A kernel watch on a directory makes every ``write()`` into it wake
-    the watching thread (measured here: ~15 us per write, ~60 us of daemon CPU per append
-    with the notification machinery, a quarter of an append's cost); another program
-    appending to a sessiond-owned file is the exception, and the daemon reads such a tail
-    before its own next write anyway. Polling finds it within ``[watch] poll_interval``.
+    """Two watchers, both on kernel watches (inotify read on the event loop) by default: one
+    for the roots other agents write, one for the roots sessiond writes itself (its store, a
+    writable Pi root). They differ in configuration only: ``[watch] poll_interval`` and
+    ``own_poll_interval`` > 0 stat-poll the one or the other instead (file systems without
+    inotify). On the own roots each of the daemon's appends raises one kernel event, which
+    costs one ``stat`` that finds the expected size and says nothing; another program
+    appending to a sessiond-owned file is then seen as fast as anywhere else (issue 30).
+    While nothing changes neither watcher wakes.
     """
 
     ROOT_CHECK_INTERVAL = 2.0
@@ -84,7 +85,7 @@ class Follower:
         self.own = Watcher(
             self.on_events, poll_interval=config.own_poll_interval or None, suffixes=(".jsonl",)
         )
-        """Roots sessiond writes (polled; ``own_poll_interval = 0`` uses kernel watches there too)."""
+        """Roots sessiond writes (inotify; ``own_poll_interval`` > 0 polls them instead)."""
 
     def _watcher(self, root: Any) -> Watcher:
         return self.own if root is None or root.writable else self.foreign

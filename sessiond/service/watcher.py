@@ -16,29 +16,34 @@ The rules (docs/design-notes.md §2):
   expectation is only a promise: the known state moves when the file is seen in that state,
   so a look that happens *before* the daemon's bytes land never mistakes the file for a
   shrunk one.
-* **No lost events.** The known state is updated before the consumer is called; inotify
-  batches are coalesced in watchfiles' Rust set while the consumer runs (nothing is dropped);
-  after every (re)start of the kernel watches — start, a new directory, an error — every
+* **No lost events.** The known state is updated before the consumer is called; kernel events
+  arriving while the consumer runs queue in the kernel and make the next batch (nothing is
+  dropped); after every (re)start of the kernel watches — start, a new directory, an error — every
   known file and every watched directory is re-read *after* the new watches are in place,
   so whatever changed while no watch was active is found; a new subdirectory of a recursive
   watch is listed at once (files created in it before its own watch existed raise no event);
-  and a slow full re-scan every ``resync_interval`` seconds covers what inotify can drop
-  silently (a queue overflow is an event without a path, which watchfiles discards).
+  a queue overflow (``IN_Q_OVERFLOW``) or a directory moved out of a recursive tree re-reads
+  everything with new watches; and a slow full re-scan every ``resync_interval`` seconds
+  covers the rest (a parent of a watched directory renamed, a file system without events).
 
-Two modes. **inotify** (via watchfiles' ``RustNotify``, one worker thread per recursive /
-non-recursive group of directories) is the default. **Polling** stats every known file and
+Three backends. **inotify read on the event loop** (:mod:`.inotify`) is the default on Linux:
+the loop's ``epoll`` sleeps in the kernel until an event arrives, so an idle watcher never
+wakes except for its deadlines (the re-scan; a directory check every second only while a
+watched directory is missing). **watchfiles' ``RustNotify``** (one worker thread per recursive /
+non-recursive group of directories) where inotify cannot be read directly: its thread wakes
+every ``step`` to look for changes. **Polling** stats every known file and
 lists every watched directory every ``poll_interval`` seconds; it is used when asked for
-(``poll_interval=...`` or ``SESSIOND_WATCH_POLL=1``), when watchfiles is missing, would poll
-itself (WSL, ``WATCHFILES_FORCE_POLLING``), or the kernel watches cannot be created. It does
-its own size comparison: watchfiles' polling compares whole-second mtimes and loses appends
-made within the same second.
+(``poll_interval=...`` or ``SESSIOND_WATCH_POLL=1``), when neither kernel backend is there (or
+watchfiles would poll itself: WSL, ``WATCHFILES_FORCE_POLLING``), or the kernel watches cannot be
+created (the watch limit). It does its own size comparison: watchfiles' polling compares
+whole-second mtimes and loses appends made within the same second.
 
-Why ``RustNotify`` and not ``awatch``: ``awatch`` is a thin loop over exactly these calls, but
-it creates its watches lazily inside the generator and says nothing when they are in place,
-so the re-scan that makes a restart lossless could run before them. Here the watches are
-created first, then the re-scan runs, then the wait loop starts (same ``debounce``/``step``/
-``rust_timeout`` and ``stop_event`` use as ``awatch``, with a slower ``step`` while nothing
-changes: see :class:`Watcher`).
+Why ``RustNotify`` and not ``awatch`` (for the watchfiles backend): ``awatch`` is a thin
+loop over exactly these calls, but it creates its watches lazily inside the generator and
+says nothing when they are in place, so the re-scan that makes a restart lossless could run
+before them. Here the watches are created first, then the re-scan runs, then the wait loop
+starts (same ``debounce``/``step``/``rust_timeout`` and ``stop_event`` use as ``awatch``,
+with a slower ``step`` while nothing changes: see :class:`Watcher`).
 
 All methods are meant to be called from the event loop's thread (they are not thread-safe).
 A stopped watcher stays stopped.
@@ -50,6 +55,7 @@ import contextlib
 import importlib
 import inspect
 import logging
+import math
 import os
 import stat as stat_module
 import time
@@ -59,6 +65,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anyio
+
+from . import inotify as _inotify
 
 log = logging.getLogger("sessiond.watch")
 
@@ -211,6 +219,9 @@ class Watcher:
         """The mode ``run()`` is in (``None`` before it starts)."""
         self.batches = 0
         """Batches looked at (kernel batches, poll ticks, re-scans): for tests and benchmarks."""
+        self.wakeups = 0
+        """Times the watcher woke in the event loop: kernel events read, timers and pokes
+        (``daemon/status`` and benchmarks; an idle watcher adds none between its deadlines)."""
 
     # ------------------------------------------------------------------ public API
 
@@ -338,10 +349,15 @@ class Watcher:
         self._wake = anyio.Event()
         self._lock = anyio.Lock()
         try:
-            notify_class = self._notify_class()
-            if notify_class is not None:
-                self.mode = "inotify"
-                await self._run_notify(notify_class)
+            if not self._polling_wanted():
+                if _inotify.available():
+                    self.mode = "inotify"
+                    await self._run_notify(None)
+                else:
+                    notify_class = self._notify_class()
+                    if notify_class is not None:
+                        self.mode = "inotify"
+                        await self._run_notify(notify_class)
             if not self._stopped:
                 self.mode = "poll"
                 await self._run_poll(self._poll_interval or DEFAULT_POLL_INTERVAL)
@@ -586,13 +602,16 @@ class Watcher:
             if self._stopped:
                 self._wake.set()
 
-    def _notify_class(self) -> Callable[..., _Notify] | None:
-        """watchfiles' ``RustNotify`` when inotify is to be used, else ``None`` (logged)."""
+    def _polling_wanted(self) -> bool:
         if self._poll_interval is not None:
-            return None
+            return True
         if os.environ.get(POLL_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
             log.info("file watching: polling (%s is set)", POLL_ENV)
-            return None
+            return True
+        return False
+
+    def _notify_class(self) -> Callable[..., _Notify] | None:
+        """watchfiles' ``RustNotify`` when it is to be used (no direct inotify), else ``None``."""
         try:
             rust = importlib.import_module("watchfiles._rust_notify")
             main = importlib.import_module("watchfiles.main")
@@ -627,8 +646,11 @@ class Watcher:
         log.warning("file watching: %s failed (%s), recreating the watches", what, exc)
         return False
 
-    async def _run_notify(self, notify_class: Callable[..., _Notify]) -> None:
-        """Generations of kernel watches until stopped; returns early to fall back to polling."""
+    async def _run_notify(self, notify_class: Callable[..., _Notify] | None) -> None:
+        """Generations of kernel watches until stopped; returns early to fall back to polling.
+
+        ``notify_class`` ``None``: inotify read on the event loop (:mod:`.inotify`), else
+        watchfiles' ``RustNotify`` in worker threads (where inotify is not available)."""
         while not self._stopped:
             gen = _Flag()
             self._gen = gen
@@ -639,11 +661,15 @@ class Watcher:
             gen.signature = self._dir_signature(wanted)
             active = {d: rec for d, rec in wanted.items() if gen.signature[d] is not None}
             self._active = active
-            notifies: list[_Notify] = []
+            notifies: list[Any] = []
             try:
                 for recursive in (False, True):
                     paths = sorted(d for d, rec in active.items() if rec is recursive)
-                    if paths:
+                    if not paths:
+                        continue
+                    if notify_class is None:
+                        notifies.append(await self._create_inotify(paths, recursive))
+                    else:
                         notifies.append(await self._create_notify(notify_class, paths, recursive))
             except FileNotFoundError:
                 for n in notifies:
@@ -662,8 +688,10 @@ class Watcher:
                 await self._process(None)  # after the watches exist: nothing falls in between
                 async with anyio.create_task_group() as tg:
                     for n in notifies:
-                        tg.start_soon(self._pump, n, gen)
-                    fallback = await self._housekeeping(gen)
+                        tg.start_soon(self._pump if notify_class is not None else self._read_events, n, gen)
+                    fallback = await self._housekeeping(gen, direct=notify_class is None)
+                    if notify_class is None:
+                        tg.cancel_scope.cancel()  # the readers wait in the loop's epoll
             finally:
                 gen.set()
                 for n in notifies:
@@ -683,6 +711,38 @@ class Watcher:
                 return notify_class(paths, False, False, 300, recursive, True)
 
         return await anyio.to_thread.run_sync(create)
+
+    async def _create_inotify(self, paths: list[str], recursive: bool) -> _inotify.Inotify:
+        """The kernel watches, made in a worker thread (a large tree takes a while to walk)."""
+        return await anyio.to_thread.run_sync(_inotify.Inotify, paths, recursive)
+
+    async def _read_events(self, notify: _inotify.Inotify, gen: _Flag) -> None:
+        """Sleep in the event loop's ``epoll`` until the kernel has events, then look at the
+        paths they name, until ``gen`` is set (then this task is cancelled). Nothing wakes
+        while nothing changes; events arriving while a batch is processed queue in the
+        kernel and make the next batch. A queue overflow or a directory moved out of a
+        recursive tree re-reads everything with new watches."""
+        while not gen.is_set():
+            await anyio.wait_readable(notify.fileno())
+            if gen.is_set():
+                return
+            try:
+                changes = notify.read()
+            except OSError as exc:
+                gen.error = exc
+                gen.set()
+                self._poke()
+                return
+            self.wakeups += 1
+            if changes.rescan:
+                log.info("file watching: kernel events were dropped or a directory moved; re-reading all")
+                self._check_dirs = self._renew_watches = True
+                self._poke()
+                return
+            if changes.paths:
+                await self._process(changes.paths)
+                if self._check_dirs:
+                    self._poke()
 
     async def _pump(self, notify: _Notify, gen: _Flag) -> None:
         """Wait for kernel batches in a worker thread and process them, until ``gen`` is set.
@@ -728,13 +788,28 @@ class Watcher:
                 await self._process(list(recent))
             recent.clear()
 
-    async def _housekeeping(self, gen: _Flag) -> bool:
+    async def _housekeeping(self, gen: _Flag, *, direct: bool = False) -> bool:
         """Pending looks (tracked files), directory checks and the slow re-scan, until the
-        generation ends; returns ``True`` to fall back to polling."""
+        generation ends; returns ``True`` to fall back to polling.
+
+        ``direct`` (inotify read on the loop): a watched directory deleted or moved is an
+        event, so the directories are checked every ``DIR_CHECK_INTERVAL`` only while one is
+        missing (waiting for it to appear), else with the re-scan; between two deadlines this
+        sleeps until poked."""
         next_resync = None if self._resync_interval is None else time.monotonic() + self._resync_interval
         next_dir_check = time.monotonic() + DIR_CHECK_INTERVAL
         while True:
-            await self._wait(DIR_CHECK_INTERVAL)
+            now = time.monotonic()
+            if not direct or any(v is None for v in gen.signature.values()):
+                timeout = max(0.0, next_dir_check - now)
+            elif next_resync is not None:
+                timeout = max(0.0, next_resync - now)
+                next_dir_check = next_resync
+            else:
+                timeout = math.inf
+                next_dir_check = math.inf
+            await self._wait(timeout)
+            self.wakeups += 1
             if gen.is_set():
                 break
             if self._dirty:
@@ -762,6 +837,7 @@ class Watcher:
         self._gen = None
         self._active = {}
         while not self._stopped:
+            self.wakeups += 1
             await self._process(None)
             deadline = time.monotonic() + interval
             while not self._stopped:

@@ -37,6 +37,8 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import anyio
+
 log = logging.getLogger("sessiond.watch")
 
 IN_MODIFY = 0x00000002
@@ -124,13 +126,19 @@ class Inotify:
     (``ENOSPC``: the per-user watch limit)."""
 
     def __init__(
-        self, paths: Iterable[str], recursive: bool, *, ignore_permission_denied: bool = True
+        self,
+        paths: Iterable[str],
+        recursive: bool,
+        *,
+        ignore_permission_denied: bool = True,
+        mask: int = MASK,
     ) -> None:
         libc = _load()
         if libc is None:
             raise OSError(errno.ENOSYS, "inotify is not available")
         self._libc = libc
         self.recursive = recursive
+        self._mask = mask | IN_ONLYDIR | IN_DONT_FOLLOW
         self._ignore_permission_denied = ignore_permission_denied
         self._paths: dict[int, str] = {}
         """Watch descriptor -> directory."""
@@ -156,7 +164,7 @@ class Inotify:
         return len(self._paths)
 
     def _add(self, directory: str, *, top_level: bool = False) -> bool:
-        wd: int = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), MASK | IN_DONT_FOLLOW)
+        wd: int = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), self._mask)
         if wd < 0:
             code = ctypes.get_errno()
             if code == errno.EACCES and self._ignore_permission_denied:
@@ -238,3 +246,81 @@ class Inotify:
             os.close(self.fd)
             self.fd = -1
         self._paths.clear()
+
+
+CREATED = IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF
+"""What a watch on an ancestor of a missing directory needs: entries appearing, itself going."""
+
+
+class Nearby:
+    """Wait for changes to ``target`` (a file, or a directory that may not exist yet) without
+    polling: a watch on its directory, filtered to names starting with ``target``'s name (a
+    database's ``-wal`` and ``-journal`` too); while that directory is missing, a watch on
+    its nearest existing ancestor that only sees entries appear (a busy home directory's
+    writes do not wake it), moved down as the path comes into being.
+
+    Arm it *before* looking at the target, then :meth:`wait`: a change after the look wakes
+    the wait. ``ignore``: suffixes of ``target`` whose changes do not count (a database's
+    ``-shm``, written through a memory map by readers too). ``appear_only``: only the
+    target's appearing counts (a root directory that does not exist yet), so its parent is
+    watched for created entries only as well."""
+
+    def __init__(
+        self, target: os.PathLike[str] | str, ignore: tuple[str, ...] = (), *, appear_only: bool = False
+    ) -> None:
+        self.target = os.path.abspath(os.fspath(target))
+        self._appear_only = appear_only
+        self._ignore = tuple(self.target + suffix for suffix in ignore)
+        self._notify: Inotify | None = None
+        self._watched: str | None = None
+
+    def arm(self) -> bool:
+        """The watch is in place (made or moved as needed); ``False`` when it cannot be (no
+        inotify, the watch limit): then the caller polls."""
+        if not available():
+            return False
+        directory = os.path.dirname(self.target)
+        watched = directory
+        while not os.path.isdir(watched):
+            parent = os.path.dirname(watched)
+            if parent == watched:
+                return False
+            watched = parent
+        if self._notify is not None and self._watched == watched and self._notify.watches:
+            return True
+        self.close()
+        try:
+            mask = MASK if watched == directory and not self._appear_only else CREATED
+            self._notify = Inotify([watched], False, mask=mask)
+        except OSError as exc:
+            log.warning("file watching: cannot watch %s (%s); polling it", watched, exc)
+            return False
+        self._watched = watched
+        return True
+
+    def _relevant(self, paths: set[str]) -> bool:
+        for p in paths:
+            if p == self._watched:
+                return True  # the watched directory itself went or changed
+            if p.startswith(self.target) and not (self._ignore and p.startswith(self._ignore)):
+                return True
+            if self.target.startswith(p + os.sep):
+                return True  # a directory on the way to the target appeared
+        return False
+
+    async def wait(self, timeout: float) -> None:
+        """Until the target (or the way to it) changes, at most ``timeout`` seconds. Armed."""
+        notify = self._notify
+        assert notify is not None, "arm() first"
+        with anyio.move_on_after(timeout):
+            while True:
+                await anyio.wait_readable(notify.fileno())
+                changes = notify.read()
+                if changes.rescan or self._relevant(changes.paths):
+                    return
+
+    def close(self) -> None:
+        if self._notify is not None:
+            self._notify.close()
+        self._notify = None
+        self._watched = None

@@ -85,6 +85,12 @@ SCAN_CHUNK = 512
 MAX_NOTIFY_ERRORS = 3
 """Kernel-watch errors within ``NOTIFY_ERROR_WINDOW`` seconds before falling back to polling."""
 NOTIFY_ERROR_WINDOW = 60.0
+RESYNC_INTERVAL = 30.0
+"""Seconds between two full re-scans with watchfiles (whose queue overflows go unreported)."""
+DIRECT_RESYNC_INTERVAL = 300.0
+"""The same with inotify read directly: an overflow is reported (and re-reads everything), so
+the re-scan only covers the rare rest (a parent of a watched directory renamed) and need not
+cost an idle daemon with 10,000 sessions ~1 ms/s (a scan of them takes ~30 ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,16 +175,20 @@ class Watcher:
     """Watch directories for changes to session files; see the module docstring.
 
     ``on_events`` gets each batch's events (sorted by path); it may be sync or async; an
-    exception in it is logged and the watcher goes on. ``debounce_ms`` / ``step_ms`` are
-    watchfiles' knobs (a batch is returned once no new change arrived for ``step_ms``, at
-    the latest ``debounce_ms`` after the first). watchfiles' thread wakes every step whether
-    anything changed or not, so after ``FOLLOWING_MS`` without a change it looks every
-    ``idle_step_ms`` instead, until the next change: a followed transcript is seen within
-    ~``2 * step_ms``, the first change after a quiet spell within ~``2 * idle_step_ms``, and an
-    idle daemon's watcher thread wakes 100 times a second rather than 200 (at the defaults).
+    exception in it is logged and the watcher goes on. With inotify read directly (Linux) a
+    change is looked at as soon as the loop is free and nothing wakes in between.
+    ``debounce_ms`` / ``step_ms`` are the watchfiles backend's knobs (a batch is returned once
+    no new change arrived for ``step_ms``, at the latest ``debounce_ms`` after the first).
+    watchfiles' thread wakes every step whether anything changed or not, so after
+    ``FOLLOWING_MS`` without a change it looks every ``idle_step_ms`` instead, until the next
+    change: a followed transcript is seen within ~``2 * step_ms``, the first change after a
+    quiet spell within ~``2 * idle_step_ms``, and its thread wakes 100 times a second rather
+    than 200 (at the defaults).
     ``suffixes``: untracked files with these
     endings in watched directories are followed too (reported as ``created`` when they
-    appear); ``()`` follows only tracked files.
+    appear); ``()`` follows only tracked files. ``resync_interval``: seconds between two full
+    re-scans (``None``: none; ``"auto"``: ``DIRECT_RESYNC_INTERVAL`` with inotify read
+    directly, ``RESYNC_INTERVAL`` with watchfiles).
     """
 
     def __init__(
@@ -190,7 +200,7 @@ class Watcher:
         idle_step_ms: int = 10,
         poll_interval: float | None = None,
         suffixes: tuple[str, ...] = (".jsonl",),
-        resync_interval: float | None = 30.0,
+        resync_interval: float | Literal["auto"] | None = "auto",
     ) -> None:
         self._on_events = on_events
         self._debounce_ms = debounce_ms
@@ -719,15 +729,29 @@ class Watcher:
     async def _read_events(self, notify: _inotify.Inotify, gen: _Flag) -> None:
         """Sleep in the event loop's ``epoll`` until the kernel has events, then look at the
         paths they name, until ``gen`` is set (then this task is cancelled). Nothing wakes
-        while nothing changes; events arriving while a batch is processed queue in the
-        kernel and make the next batch. A queue overflow or a directory moved out of a
-        recursive tree re-reads everything with new watches."""
+        while nothing changes. A batch is taken as watchfiles takes it: once no new event came
+        for ``step_ms``, at the latest ``debounce_ms`` after the first (a file being written —
+        created, then filled — is looked at once, whole); events arriving while a batch is
+        processed queue in the kernel and make the next one. A queue overflow or a directory
+        moved out of a recursive tree re-reads everything with new watches."""
+        fd = notify.fileno()
         while not gen.is_set():
-            await anyio.wait_readable(notify.fileno())
+            await anyio.wait_readable(fd)
             if gen.is_set():
                 return
             try:
                 changes = notify.read()
+                deadline = anyio.current_time() + self._debounce_ms / 1000
+                while not changes.rescan:
+                    quiet = True
+                    with anyio.move_on_after(min(self._step_ms / 1000, deadline - anyio.current_time())):
+                        await anyio.wait_readable(fd)
+                        quiet = False
+                    if quiet or gen.is_set():
+                        break
+                    more = notify.read()
+                    changes.paths |= more.paths
+                    changes.rescan = more.rescan
             except OSError as exc:
                 gen.error = exc
                 gen.set()
@@ -796,7 +820,10 @@ class Watcher:
         event, so the directories are checked every ``DIR_CHECK_INTERVAL`` only while one is
         missing (waiting for it to appear), else with the re-scan; between two deadlines this
         sleeps until poked."""
-        next_resync = None if self._resync_interval is None else time.monotonic() + self._resync_interval
+        interval = self._resync_interval
+        if interval == "auto":
+            interval = DIRECT_RESYNC_INTERVAL if direct else RESYNC_INTERVAL
+        next_resync = None if interval is None else time.monotonic() + interval
         next_dir_check = time.monotonic() + DIR_CHECK_INTERVAL
         while True:
             now = time.monotonic()
@@ -828,7 +855,7 @@ class Watcher:
                     gen.set()
                     break
             if next_resync is not None and now >= next_resync:
-                next_resync = now + (self._resync_interval or 0)
+                next_resync = now + (interval or 0)
                 await self._process(None)
         return gen.error is not None and self._notify_failed("the kernel watch", gen.error)
 

@@ -97,6 +97,16 @@ class SessionListUpdate(Result):
     path: str
 
 
+class StatsUpdate(Result):
+    """To connections that called ``stats/subscribe``: usage arrived (throttled, at most every
+    0.2 s). The envelope's ``sessionId`` is the subscribed session, or ``""``."""
+
+    sessionUpdate: Literal["stats_update"]
+    today: Open = Field(description="Today's totals of every agent (as `stats/query` totals).")
+    sessionId: str | None = None
+    session: Open | None = Field(None, description="The subscribed session's totals.")
+
+
 class ResyncRequired(Result):
     sessionUpdate: Literal["resync_required"]
     reason: str = Field(description="Updates were dropped (a slow reader) or the file changed underneath.")
@@ -112,6 +122,7 @@ SessionUpdateKind = Annotated[
     | ExternalChange
     | FileHistoryUpdate
     | SessionListUpdate
+    | StatsUpdate
     | ResyncRequired,
     Field(discriminator="sessionUpdate"),
 ]

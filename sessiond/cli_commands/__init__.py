@@ -14,6 +14,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
+* :mod:`.stats` — ``stats`` (usage and cost of every agent, docs/usage.md)
 * :mod:`.mcp` — ``mcp`` (the MCP server face, :mod:`sessiond.mcp_server`)
 
 Shared machinery (exit codes, output, connecting) is in :mod:`.base`.
@@ -36,6 +37,7 @@ def register(sub: Any) -> None:
         rewind,
         service,
         sessions,
+        stats,
         store,
         tail,
         ui,
@@ -52,4 +54,5 @@ def register(sub: Any) -> None:
     completion.register(sub)
     export.register(sub)
     store.register(sub)
+    stats.register(sub)
     mcp.register(sub)

@@ -450,10 +450,12 @@ async def session_usage(link: DaemonLink, *, session: str | None, period: str | 
 
 def _usage_rows(stats: Mapping[str, Any], key: str) -> list[str]:
     lines: list[str] = []
-    for row in stats.get("rows") or []:
-        if not isinstance(row, Mapping):
-            continue
-        label = " · ".join(str(row[k]) for k in (key, "agent", "model") if row.get(k))
+    rows = [row for row in stats.get("rows") or [] if isinstance(row, Mapping)]
+    if not rows:
+        return ["no usage recorded"]
+    for row in rows:
+        parts = [str(row[k]) for k in (key, "agent", "model") if row.get(k)]
+        label = " · ".join(dict.fromkeys(parts))  # groupBy model: the period is the model
         lines.append(
             f"- {label}: in {_tokens(row.get('inputTokens'))}, out {_tokens(row.get('outputTokens'))}, "
             f"cache read {_tokens(row.get('cacheReadTokens'))}, "
@@ -465,7 +467,7 @@ def _usage_rows(stats: Mapping[str, Any], key: str) -> list[str]:
         lines.append(f"total: {_tokens(totals.get('totalTokens'))} tokens · {_cost(totals.get('cost'))}")
     if stats.get("pricesAsOf"):
         lines.append(f"(prices as of {stats['pricesAsOf']}; 'unpriced' = a model without a known price)")
-    return lines or ["no usage recorded"]
+    return lines
 
 
 # ---------------------------------------------------------------------------- file_changes

@@ -307,4 +307,20 @@ async def file_history_rewind(call: Caller, p: M.RewindParams) -> M.RewindResult
     )
 
 
+@HANDLERS.method("stats/query")
+async def stats_query(call: Caller, p: M.StatsQueryParams) -> M.StatsQueryResult:
+    return await call.service.stats_query(p)
+
+
+@HANDLERS.method("stats/subscribe")
+async def stats_subscribe(call: Caller, p: M.StatsSubscribeParams) -> M.StatsUpdateResult:
+    return await call.service.stats_subscribe(call, p.sessionId, p.timezone)
+
+
+@HANDLERS.method("stats/unsubscribe")
+async def stats_unsubscribe(call: Caller, p: M.Empty) -> M.EmptyResult:
+    call.service.stats.unsubscribe(call)
+    return M.EmptyResult()
+
+
 HANDLERS.complete()

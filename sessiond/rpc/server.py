@@ -162,6 +162,7 @@ class Daemon:
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._follow_task: asyncio.Future[None] | None = None
+        self._usage_task: asyncio.Future[None] | None = None
         self.socket_path: Path | None = None
         self.viewer: ViewerServer | None = None
         self.tcp_address: str | None = None
@@ -342,6 +343,7 @@ class Daemon:
             if tcp:
                 await self.listen_tcp(tcp)
             self._follow_task = asyncio.ensure_future(self._follow())
+            self._usage_task = asyncio.ensure_future(self._usage())
             if stdio:
                 stdio_task = asyncio.ensure_future(self.serve_stdio())
             await self._stop.wait()
@@ -356,8 +358,18 @@ class Daemon:
         except Exception:
             log.exception("the file watcher stopped; external changes are no longer followed")
 
+    async def _usage(self) -> None:
+        try:
+            await self.service.stats.run()
+        except Exception:
+            log.exception("the usage records stopped; stats_update is no longer sent")
+
     async def close(self) -> None:
         self.service.follower.stop()
+        if self._usage_task is not None:
+            self._usage_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+                await asyncio.wait_for(self._usage_task, timeout=5)
         if self.viewer is not None:
             await self.viewer.close()
         if self._follow_task is not None:

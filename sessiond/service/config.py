@@ -7,7 +7,11 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     durability = "buffered"          # or "fsync"
     estimator = "pi"                 # or "tiktoken"
     [context_windows]                # model -> tokens; "provider/model", "model" or "prefix*"
-    "my-local-model" = 32768
+    "my-local-model" = 32768         # (else the agent's record, then the genai-prices registry)
+    [prices."my-local-model"]        # USD per million tokens; "model" or "prefix*" (docs/usage.md)
+    input = 0.5
+    output = 1.5
+    cache_read = 0.05                # also cache_write (5 min), cache_write_1h
     [limits]
     max_message_bytes = 16777216
     max_entries_per_append = 1000
@@ -82,6 +86,7 @@ from ..store.jetstream.settings import JetStreamSettings
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
 from ..store.memory import DEFAULT_IDLE, DEFAULT_LIMIT
+from ..usage.prices import PRICE_KEYS
 from .compaction_settings import Settings as CompactionDefaults
 from .compaction_settings import apply as apply_compaction
 from .roots import Root, build_roots
@@ -168,6 +173,8 @@ class Config:
     durability: Durability = Durability.BUFFERED
     estimator: str = "pi"
     context_windows: Mapping[str, int] = field(default_factory=dict)
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """``[prices]``: USD per million tokens by model (or ``prefix*``), over the registry's."""
     limits: Limits = field(default_factory=Limits)
     compaction: CompactionDefaults = field(default_factory=CompactionDefaults)
     summarizer: SummarizerConfig = field(default_factory=SummarizerConfig)
@@ -278,6 +285,7 @@ def load_config(
         raise ConfigError(
             "context_windows must map model names to positive integers", field="context_windows"
         )
+    prices = _prices(data.get("prices", {}))
     limits_data = data.get("limits", {})
     defaults = Limits()
     known = {f: getattr(defaults, f) for f in defaults.__dataclass_fields__}
@@ -309,11 +317,33 @@ def load_config(
         durability=durability,
         estimator=estimator,
         context_windows=windows,
+        prices=prices,
         limits=Limits(**{**known, **limits_data}),
         socket_path=socket,
         config_file=path,
         **_store(data.get("store", {})),
     )
+
+
+def _prices(data: Any) -> dict[str, dict[str, float]]:
+    """``[prices."model"]`` tables: known keys, non-negative numbers (USD per million tokens)."""
+    if not isinstance(data, dict):
+        raise ConfigError("prices must be a table of models", field="prices")
+    out: dict[str, dict[str, float]] = {}
+    for model, table in data.items():
+        where = f"prices.{model}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where} must be a table ({', '.join(PRICE_KEYS)})", field=where)
+        unknown = set(table) - set(PRICE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {', '.join(sorted(unknown))}", field=where)
+        for key, value in table.items():
+            if type(value) not in (int, float) or not 0 <= value < float("inf"):
+                raise ConfigError(f"{where}.{key} must be a non-negative number", field=f"{where}.{key}")
+        if "input" not in table or "output" not in table:
+            raise ConfigError(f"{where} needs input and output", field=where)
+        out[model] = {k: float(v) for k, v in table.items()}
+    return out
 
 
 def _positive(table: dict[str, Any], name: str, default: float, where: str) -> float:

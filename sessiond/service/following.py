@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,10 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
+        self.listeners: list[Callable[[Path], None]] = []
+        """Told the path of every session file that changed: a followed file's event, the
+        daemon's own write, OpenCode's database after a commit (the usage records' hook; called
+        on the event loop, so each must be quick)."""
         self._sweeping: anyio.CancelScope | None = None
         """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
         :meth:`stop`)."""
@@ -183,6 +188,7 @@ class Follower:
                     log.debug("opencode data_version %s -> %s", version, now)
                     first = version is None
                     version = now
+                    self._tell(database.path)
                     try:
                         await self._opencode_changed(root, listed, first)
                     except (SessiondError, OSError, sqlite3.Error) as exc:
@@ -236,6 +242,11 @@ class Follower:
         size = host.session.file_size()
         if size is not None:
             self._watcher(host.root).expect(host.session.path, size)
+        self._tell(Path(host.session.path))
+
+    def _tell(self, path: Path) -> None:
+        for listener in self.listeners:
+            listener(path)
 
     def closed(self, host: SessionHost) -> None:
         host.after_write = None
@@ -244,6 +255,7 @@ class Follower:
 
     async def on_events(self, events: list[FileEvent]) -> None:
         for event in events:
+            self._tell(event.path)
             host = None
             try:
                 host = self.registry.host_at(event.path)

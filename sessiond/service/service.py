@@ -39,6 +39,7 @@ from ..store.journal import Durability
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
 from ..store.session import PendingAppend, Session
+from ..usage.report import Query
 from . import views
 from .catalog import Catalog, Listed
 from .compactor import Compactor
@@ -52,6 +53,7 @@ from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
 from .settings import SessionSettings
+from .usage import UsageFeed
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
 
@@ -77,6 +79,9 @@ class Service:
         self.registry = SessionRegistry(self.catalog, self.hub, self.estimator, window_for, config.durability)
         self.compactor = Compactor(self.registry, self.settings, config)
         self.follower = Follower(self.registry, self.listing, config.watch)
+        self.stats = UsageFeed(config, self.hub)
+        """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
+        self.follower.listeners.append(self.stats.changed)
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )
@@ -125,6 +130,7 @@ class Service:
 
     def close_all(self) -> None:
         self.registry.close_all()
+        self.stats.close()
         self.listing.save()
         self.store.close()
 
@@ -371,6 +377,21 @@ class Service:
             sessionId=forked.id, path=str(forked.path), leafId=forked.leaf_id, saved=forked.flushed, **fields
         )
 
+    async def stats_query(self, p: M.StatsQueryParams) -> M.StatsQueryResult:
+        """``stats/query``: the usage records grouped as asked (docs/usage.md)."""
+        if p.sessionId is not None:
+            await self._known_session(p.sessionId)
+        query = Query(p.groupBy, p.agent, p.cwd, p.since, p.until, p.timezone, p.breakdown, p.sessionId)
+        return M.StatsQueryResult.model_construct(**(await self.stats.query(query)))
+
+    async def stats_subscribe(
+        self, user: Peer, session_id: str | None, timezone: str | None
+    ) -> M.StatsUpdateResult:
+        """``stats/subscribe``: ``stats_update`` to ``user`` from now on; the numbers now."""
+        if session_id is not None:
+            await self._known_session(session_id)
+        return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
+
     async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
         """Any session's context as a new Pi session in the store (``sessiond export``'s work),
         served at once like a fork; the source is only read."""
@@ -403,6 +424,13 @@ class Service:
                 "leafId": leaf_id if leaf_id is not None else source.leaf_id,
             },
         )
+
+    async def _known_session(self, session_id: str) -> None:
+        """A session the stats may name: open, in a root, or with usage records (a Claude Code
+        parent only its sub-agents' files name); else ``SessionNotFoundError``."""
+        if session_id in self.registry.hosts or await self.stats.knows(session_id):
+            return
+        await anyio.to_thread.run_sync(self.catalog.find, session_id)
 
     async def configure(self, user: Peer, session_id: str, context_window: int | None) -> M.ConfigureResult:
         host = await self.registry.host(session_id, user)

@@ -1,8 +1,14 @@
-"""Context windows of common models, so ``usage_update`` can say how full the context is.
+"""Context windows of models, so ``usage_update`` can say how full the context is.
 
-Matched on the model id by prefix (longest wins), the provider is only a tie-breaker. The
-table is a default: configuration (``[context_windows]``) and per-session settings override
-it. Numbers are the providers' documented input windows as of late 2026.
+In this order: a Claude Code ``[1m]`` model suffix (the agent asked for the 1M-token window:
+1,000,000), the configuration (``[context_windows]``: ``provider/modelId``, ``modelId`` or a
+``prefix*``), then the model registry (PyPI ``genai-prices``, offline; see
+:mod:`sessiond.usage.registry`). A model none of them knows has no window (``None``: "window
+unknown"), never a guess. What a session records itself (Codex's ``model_context_window``) and
+its own setting come first; :func:`sessiond.service.host.default_window_for` asks those.
+
+There is no hand-written table any more: it was stale the week a model shipped (issue 24
+item 9: ``claude-opus-5`` was shown at 277% of a 200,000-token window; its window is 1,000,000).
 """
 
 from __future__ import annotations
@@ -10,60 +16,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-BUILTIN: Final[dict[str, int]] = {
-    # Anthropic
-    "claude-opus-4": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-haiku-4": 200_000,
-    "claude-3-7-sonnet": 200_000,
-    "claude-3-5-sonnet": 200_000,
-    "claude-3-5-haiku": 200_000,
-    "claude-3-opus": 200_000,
-    "claude-3-haiku": 200_000,
-    "claude": 200_000,
-    # OpenAI
-    "gpt-5": 400_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4o": 128_000,
-    "gpt-4-turbo": 128_000,
-    "gpt-4": 8_192,
-    "gpt-3.5-turbo": 16_385,
-    "o1": 200_000,
-    "o3": 200_000,
-    "o4-mini": 200_000,
-    "codex-mini": 200_000,
-    "gpt-oss": 131_072,
-    # Google
-    "gemini-2.5": 1_048_576,
-    "gemini-2.0": 1_048_576,
-    "gemini-1.5-pro": 2_097_152,
-    "gemini-1.5-flash": 1_048_576,
-    "gemini-3": 1_048_576,
-    # Others
-    "deepseek": 128_000,
-    "mistral-large": 128_000,
-    "codestral": 256_000,
-    "grok-4": 256_000,
-    "grok-3": 131_072,
-    "qwen3-coder": 262_144,
-    "kimi-k2": 131_072,
-    "glm-4.5": 131_072,
-    "llama-3.1": 128_000,
-    "llama-3.3": 128_000,
-    "llama-4": 1_048_576,
-}
+from ..usage.registry import ONE_MILLION_SUFFIX, registry_window
+
+ONE_MILLION: Final = 1_000_000
 
 
 def context_window(
     provider: object, model_id: object, overrides: Mapping[str, int] | None = None
 ) -> int | None:
-    """The context window for a model, or ``None`` when neither overrides nor the table know it.
+    """The context window for a model, or ``None`` when nothing knows it (window unknown).
 
     ``overrides`` keys are ``provider/modelId`` (exact), ``modelId`` (exact) or a model-id
-    prefix ending in ``*``; they win over the built-in table.
+    prefix ending in ``*``; they win over the registry.
     """
     if type(model_id) is not str or not model_id:
         return None
+    if ONE_MILLION_SUFFIX.search(model_id):
+        return ONE_MILLION
     model = model_id.lower()
     if overrides:
         for exact in (f"{provider}/{model_id}", model_id):
@@ -76,7 +45,4 @@ def context_window(
         )
         if best is not None:
             return overrides[best]
-    # Provider-routed ids such as "anthropic/claude-sonnet-4" or "models/gemini-2.5-pro".
-    name = model.rsplit("/", 1)[-1]
-    best_key = max((k for k in BUILTIN if name.startswith(k)), key=len, default=None)
-    return BUILTIN[best_key] if best_key is not None else None
+    return registry_window(model_id)

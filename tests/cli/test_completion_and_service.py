@@ -62,7 +62,7 @@ def test_bash_completes_every_command_option_and_choice(tmp_path: Path) -> None:
     commands = _commands()
     assert {"status", "stop", "completion", "service", "show", "serve"} <= set(commands)
     assert set(_bash_complete(script, "")) >= set(commands) | {"--version"}
-    assert _bash_complete(script, "st") == ["status", "stop", "store"]
+    assert _bash_complete(script, "st") == ["status", "stop", "store", "stats"]
     for name, sub in commands.items():
         flags = {f for a in sub._actions for f in a.option_strings}
         offered = set(_bash_complete(script, name, "-"))

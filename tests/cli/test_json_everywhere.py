@@ -84,6 +84,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         # serve and connect run until stopped: checked on their own below.
         "serve": ((), -1, None),
         "connect": ((), -1, None),
+        "stats": (("--timezone", "UTC"), 0, lambda d: set(d) == {"rows", "totals", "pricesAsOf"}),
         "mcp": ((), -1, None),  # an MCP server on stdio: tests/mcp drives it with the SDK's client
     }
     assert set(cases) == subcommands()

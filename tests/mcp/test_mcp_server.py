@@ -165,6 +165,14 @@ async def test_session_usage_of_a_session(mcp: McpClient) -> None:
     assert data["sessionId"] == EXAMPLE_ID
     assert data["context"]["used"] > 0
     assert "context:" in text and "claude-sonnet-4-5" in text
+    assert data["stats"]["rows"] and data["stats"]["totals"]["totalTokens"] > 0
+    assert "$" in text and "prices as of" in text
+    text, data = await tool(mcp, "session_usage", period="2026-07-29")
+    assert data["stats"]["rows"] and "claude-sonnet-4-5" in text
+    text, data = await tool(mcp, "session_usage", period="1999-01-01")
+    assert "no usage recorded" in text
+    _, listed = await tool(mcp, "list_sessions", cwd=EXAMPLE_CWD)
+    assert listed["sessions"][0]["usage"]["totalTokens"] > 0
     assert "period" in await tool_error(mcp, "session_usage", period="fortnight")
 
 

@@ -118,11 +118,18 @@ class RawClient:
         self.sock.close()
 
 
+DERIVED = ("usage.sqlite3",)
+"""Files the daemon writes in the background from what was acknowledged earlier (the usage
+records follow appends within 0.2 s): not what a refused request changed."""
+
+
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     """Every file and directory below ``root`` with its size and mtime (ns): any write shows."""
     out: dict[str, tuple[int, int]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
+            if name.startswith(DERIVED):
+                continue
             p = os.path.join(dirpath, name)
             st = os.lstat(p)
             out[os.path.relpath(p, root)] = (st.st_size if not os.path.isdir(p) else 0, st.st_mtime_ns)

@@ -104,7 +104,8 @@ async def test_usage_says_where_its_number_comes_from(tmp_path: Path) -> None:
     assert (empty.used, empty.source, empty.size, empty.percent) == (0, "unknown", None, None)
 
     await service.append(peer, sid, message(user("hello")))
-    await service.append(peer, sid, message(assistant("hi", total=50_000)))
+    # a model the registry knows (the bare "claude" of the builders has no window: never guessed)
+    await service.append(peer, sid, message(assistant("hi", total=50_000, model="claude-sonnet-4-5")))
     answered = views.usage(session, service.estimator, window)
     assert (answered.used, answered.source, answered.size) == (50_000, "api", 200_000)
     assert answered.percent == 25.0 and answered.estimator == service.estimator.name

@@ -547,6 +547,56 @@ class Methods:
         result: M.RewindResult = await self._call("fileHistory/rewind", locals())
         return result
 
+    @rpc("stats/query")
+    async def stats_query(
+        self,
+        *,
+        group_by: Literal["daily", "weekly", "monthly", "session", "model"] = "daily",
+        agent: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        timezone: str | None = None,
+        breakdown: bool = False,
+        session_id: str | None = None,
+    ) -> M.StatsQueryResult:
+        """``stats/query``: Tokens and cost of every agent's sessions by day, week, month, session or
+        model (what `sessiond stats` prints).
+
+        Args:
+            agent: Only this root's usage.
+            cwd: Only sessions in this directory or below.
+            since: ISO 8601 date (from the day's start) or date-time.
+            until: ISO 8601 date (to the day's end, inclusive) or date-time.
+            timezone: IANA name the days are cut in; default the daemon's local zone.
+            breakdown: One row per model within each period.
+            session_id: Only this session.
+        """
+        result: M.StatsQueryResult = await self._call("stats/query", locals())
+        return result
+
+    @rpc("stats/subscribe")
+    async def stats_subscribe(
+        self, *, session_id: str | None = None, timezone: str | None = None
+    ) -> M.StatsUpdateResult:
+        """``stats/subscribe``: Send this connection `stats_update` (`session/update`, `sessionUpdate:
+        "stats_update"`) as usage arrives, at most every 0.2 s: today's totals, and the named
+        session's. Replaces an earlier subscription; the answer is the numbers now. The envelope's
+        `sessionId` is the named session, or `""`.
+
+        Args:
+            session_id: Also send this session's totals.
+            timezone: The zone 'today' is cut in.
+        """
+        result: M.StatsUpdateResult = await self._call("stats/subscribe", locals())
+        return result
+
+    @rpc("stats/unsubscribe")
+    async def stats_unsubscribe(self) -> M.EmptyResult:
+        """``stats/unsubscribe``: Stop `stats_update` to this connection."""
+        result: M.EmptyResult = await self._call("stats/unsubscribe", locals())
+        return result
+
 
 class BlockingMethods:
     """The same methods, blocking (for :class:`~sessiond_client.sync.SessiondSyncClient`)."""
@@ -586,6 +636,9 @@ class BlockingMethods:
     file_history_list = Blocking(Methods.file_history_list)
     file_history_diff = Blocking(Methods.file_history_diff)
     file_history_rewind = Blocking(Methods.file_history_rewind)
+    stats_query = Blocking(Methods.stats_query)
+    stats_subscribe = Blocking(Methods.stats_subscribe)
+    stats_unsubscribe = Blocking(Methods.stats_unsubscribe)
 
 
 METHOD_NAMES: dict[str, str] = {
@@ -624,5 +677,8 @@ METHOD_NAMES: dict[str, str] = {
     "fileHistory/list": "file_history_list",
     "fileHistory/diff": "file_history_diff",
     "fileHistory/rewind": "file_history_rewind",
+    "stats/query": "stats_query",
+    "stats/subscribe": "stats_subscribe",
+    "stats/unsubscribe": "stats_unsubscribe",
 }
 """Protocol method -> the name of its typed method."""

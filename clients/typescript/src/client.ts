@@ -36,6 +36,7 @@ import {
   type SessionMethods,
   type SessionUpdate,
   type SessionUpdateName,
+  type StatsMethods,
   type SummarizeParams,
   type SummarizeResult,
   type TreeMethods,
@@ -167,6 +168,7 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
   readonly context: ContextMethods<RequestOptions>;
   readonly compaction: CompactionMethods<RequestOptions>;
   readonly fileHistory: FileHistoryMethods<RequestOptions>;
+  readonly stats: StatsMethods<RequestOptions>;
 
   private conn: MessageConnection | undefined;
   private transport: Transport | undefined;
@@ -197,6 +199,7 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
     this.context = groups.context;
     this.compaction = groups.compaction;
     this.fileHistory = groups.fileHistory;
+    this.stats = groups.stats;
   }
 
   /** Connects through any transport factory (what `connectSocket`/`connectStdio` use). */

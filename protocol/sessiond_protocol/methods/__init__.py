@@ -92,6 +92,16 @@ from .sessions import (
     SetNameResult,
 )
 from .sessions import METHODS as _SESSIONS
+from .stats import METHODS as _STATS
+from .stats import (
+    StatsIndexing,
+    StatsQueryParams,
+    StatsQueryResult,
+    StatsRow,
+    StatsSubscribeParams,
+    StatsTotals,
+    StatsUpdateResult,
+)
 from .tree import METHODS as _TREE
 from .tree import (
     BranchParams,
@@ -112,6 +122,7 @@ METHODS: dict[str, MethodSpec] = {
     **_CONTEXT,
     **_COMPACTION,
     **_FILE_HISTORY,
+    **_STATS,
 }
 """Every method by name, in the SPEC's order."""
 
@@ -181,6 +192,13 @@ __all__ = [
     "SettingsResult",
     "SnipParams",
     "SnipResult",
+    "StatsIndexing",
+    "StatsQueryParams",
+    "StatsQueryResult",
+    "StatsRow",
+    "StatsSubscribeParams",
+    "StatsTotals",
+    "StatsUpdateResult",
     "StatusClient",
     "StatusMemory",
     "StatusSession",

@@ -386,6 +386,28 @@ async def _rewind(w: World) -> Any:
     return result
 
 
+@scenario("stats/query")
+async def _stats_query(w: World) -> Any:
+    sid, _, _ = await w.chat()
+    result = await w.client.stats_query(group_by="session", session_id=sid, timezone="UTC")
+    assert len(result.pricesAsOf) == 10 and all(r.period == sid for r in result.rows)
+    return result
+
+
+@scenario("stats/subscribe")
+async def _stats_subscribe(w: World) -> Any:
+    sid, _, _ = await w.chat()
+    result = await w.client.stats_subscribe(session_id=sid, timezone="UTC")
+    assert result.sessionId == sid and result.session is not None and result.today.totalTokens >= 0
+    return result
+
+
+@scenario("stats/unsubscribe")
+async def _stats_unsubscribe(w: World) -> Any:
+    await w.client.stats_subscribe()
+    return await w.client.stats_unsubscribe()
+
+
 @pytest.fixture(scope="module")
 def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d = start_daemon(tmp_path_factory.mktemp("typed"))

@@ -1,0 +1,168 @@
+"""Usage and cost in the daemon: ``stats/query``, ``stats/subscribe`` and ``stats_update``.
+
+The records live in :class:`sessiond.usage.index.UsageIndex` (``<store>/usage.sqlite3``). The
+daemon builds it once in a worker thread when it starts (a restart reads only files that
+changed), then keeps it in step from the follower's one hook (:attr:`Follower.listeners`): a
+followed file that grew (another agent's transcript, a file another program appended to) and
+the daemon's own appends name their path; the paths are collected and read together in a
+worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
+connection whose numbers changed gets one ``stats_update`` (``session/update`` with
+``sessionUpdate: "stats_update"``; the envelope's ``sessionId`` is the subscribed session's id,
+or ``""`` when the subscription names none).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from ..usage.index import DB_FILE, Source, UsageIndex
+from ..usage.prices import PriceBook
+from ..usage.registry import registry_window
+from ..usage.report import Query, run, today_totals, zone
+from .config import Config
+from .hub import Hub
+from .peer import Peer
+
+log = logging.getLogger("sessiond.usage")
+
+STATS_TOPIC: Final = "*stats*"
+"""The hub topic of ``stats_update`` subscribers (not a session id: ids cannot contain ``*``)."""
+
+
+def sources(config: Config) -> list[Source]:
+    """Every root the daemon serves, as the usage index reads them."""
+    return [Source(root.name, root.format, root.path) for root in config.roots]
+
+
+def open_index(config: Config) -> UsageIndex:
+    """The usage records beside the store (created ``0600`` on first use)."""
+    return UsageIndex(config.root / DB_FILE, sources(config), PriceBook(config.prices))
+
+
+@dataclass(slots=True)
+class _Subscription:
+    peer: Peer
+    session_id: str | None
+    tz: tzinfo
+    last: dict[str, Any] | None = None
+
+
+class UsageFeed:
+    THROTTLE: Final = 0.2
+    """Seconds between two reads of changed files (and so between two ``stats_update``)."""
+
+    def __init__(self, config: Config, hub: Hub) -> None:
+        self.config = config
+        self.hub = hub
+        self._index: UsageIndex | None = None
+        self._pending: set[Path] = set()
+        self._wake = anyio.Event()
+        self._subs: dict[int, _Subscription] = {}
+        self.progress: tuple[int, int] | None = (0, 0)
+        """(files read, files) while the first build runs, then ``None``."""
+
+    # ------------------------------------------------------------------ the hook
+
+    def changed(self, path: Path) -> None:
+        """A session file grew or changed (called on the event loop; cheap: no I/O here)."""
+        self._pending.add(Path(path))
+        self._wake.set()
+
+    # ------------------------------------------------------------------ running
+
+    async def index(self) -> UsageIndex:
+        if self._index is None:
+            self._index = await anyio.to_thread.run_sync(open_index, self.config)
+        return self._index
+
+    async def run(self) -> None:
+        """Build the records once, then follow changes until cancelled."""
+        # The model registry takes ~0.5 s to import: here, off the loop, rather than on the
+        # first usage_update that needs a context window.
+        await anyio.to_thread.run_sync(registry_window, "claude-sonnet-4-5")
+        index = await self.index()
+
+        def report(done: int, total: int) -> None:
+            self.progress = (done, total)
+
+        try:
+            await anyio.to_thread.run_sync(lambda: index.refresh(report))
+        except Exception:  # a damaged root must not stop the daemon: the feed still follows
+            log.exception("usage: the first build failed")
+        self.progress = None
+        await self._notify()
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            paths, self._pending = self._pending, set()
+            if paths:
+                try:
+                    await anyio.to_thread.run_sync(_update, index, paths)
+                except Exception:
+                    log.exception("usage: reading %d changed files failed", len(paths))
+                await self._notify()
+            await anyio.sleep(self.THROTTLE)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+    # ------------------------------------------------------------------ the protocol's
+
+    async def query(self, q: Query) -> dict[str, Any]:
+        index = await self.index()
+        result = await anyio.to_thread.run_sync(run, index, q)
+        progress = self.progress
+        result["indexing"] = {"done": progress[0], "total": progress[1]} if progress is not None else None
+        return result
+
+    async def knows(self, session_id: str) -> bool:
+        """Whether any usage record belongs to the session."""
+        index = await self.index()
+        return await anyio.to_thread.run_sync(index.knows, session_id)
+
+    async def subscribe(self, peer: Peer, session_id: str | None, timezone: str | None) -> dict[str, Any]:
+        """Send ``peer`` ``stats_update`` from now on (replacing its earlier subscription);
+        the current numbers are the answer."""
+        sub = _Subscription(peer, session_id, zone(timezone))
+        self.hub.subscribe(STATS_TOPIC, peer)
+        self._subs[peer.id] = sub
+        index = await self.index()
+        sub.last = await anyio.to_thread.run_sync(_numbers, index, sub)
+        return sub.last
+
+    def unsubscribe(self, peer: Peer) -> bool:
+        self._subs.pop(peer.id, None)
+        return self.hub.unsubscribe(STATS_TOPIC, peer)
+
+    async def _notify(self) -> None:
+        live = {p.id for p in self.hub.subscribers(STATS_TOPIC)}
+        for pid in [pid for pid in self._subs if pid not in live]:
+            del self._subs[pid]  # the connection went (the hub dropped it)
+        if not self._subs or self._index is None:
+            return
+        index = self._index
+        for sub in list(self._subs.values()):
+            numbers = await anyio.to_thread.run_sync(_numbers, index, sub)
+            if numbers != sub.last:
+                sub.last = numbers
+                sub.peer.send_update(sub.session_id or "", {"sessionUpdate": "stats_update", **numbers})
+
+
+def _update(index: UsageIndex, paths: set[Path]) -> None:
+    for path in paths:
+        index.update_path(path)
+
+
+def _numbers(index: UsageIndex, sub: _Subscription) -> dict[str, Any]:
+    out: dict[str, Any] = {"today": today_totals(index, sub.tz)}
+    if sub.session_id is not None:
+        out["sessionId"] = sub.session_id
+        out["session"] = today_totals(index, sub.tz, sub.session_id)
+    return out

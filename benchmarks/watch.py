@@ -750,6 +750,17 @@ def _task_runs(pid: int) -> dict[str, int]:
     return out
 
 
+def _settle(daemons: list[Daemon], limit: float) -> None:
+    """Until every daemon used under 2 ms of CPU in a 0.5 s window (its start-up work done:
+    first scans, indexes), at most ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = [_task_cpu(d.pid) for d in daemons]
+        time.sleep(0.5)
+        if all(_task_delta(b, _task_cpu(d.pid)) < 0.002 for b, d in zip(before, daemons, strict=True)):
+            return
+
+
 def _idle_row(scratch: Scratch, args: argparse.Namespace, files: int, log: Log) -> dict[str, Any]:
     on = Daemon(scratch.new_dir(f"idle-on-{files}"))
     off = Daemon(scratch.new_dir(f"idle-off-{files}"), config="[watch]\nenabled = false\n")
@@ -761,8 +772,7 @@ def _idle_row(scratch: Scratch, args: argparse.Namespace, files: int, log: Log) 
     with on, off:
         on.start()
         off.start()
-        # settle: watches set, first scan of the store done
-        time.sleep((0.5 if args.quick else 1.0) + files / 5000)
+        _settle([on, off], 60.0)  # watches set, first scan and indexes of the store done
         before = {
             k: (process_cpu_seconds(d.pid), _task_cpu(d.pid), _task_runs(d.pid))
             for k, d in (("on", on), ("off", off))

@@ -21,7 +21,6 @@ from ..store import allocator
 from ..store.memory import BUDGET
 
 if TYPE_CHECKING:
-    from ..service.service import Service
     from .dispatch import Caller
 
 
@@ -94,13 +93,13 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
         sessions=sessions,
         clients=clients,
         memory=memory_status(held),
-        watching=watching_status(service),
+        watching=watching_status(conn),
     )
 
 
-def watching_status(service: Service) -> dict[str, object]:
+def watching_status(conn: Caller) -> dict[str, object]:
     """The follower's watchers: their modes and wake-ups, and the whole process's wake-ups."""
-    follower = service.follower
+    follower = conn.service.follower
     return {
         "enabled": follower.enabled,
         "mode": follower.foreign.mode,

@@ -51,6 +51,7 @@ A stopped watcher stays stopped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import inspect
@@ -118,6 +119,17 @@ class _Notify(Protocol):
     def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int, stop_event: Any) -> Any: ...
 
     def close(self) -> None: ...
+
+
+class _ReadState:
+    """What the inotify reader's loop callback found for its task (see ``_read_events``)."""
+
+    __slots__ = ("arrivals", "error", "rescan")
+
+    def __init__(self) -> None:
+        self.arrivals = 0
+        self.rescan = False
+        self.error: OSError | None = None
 
 
 class _File:
@@ -332,6 +344,12 @@ class Watcher:
             f.expected = None  # already seen (the look came first): nothing left to suppress
             return
         f.expected = (size, inode)
+        if self.mode == "inotify" and self._gen is not None:
+            # A look now (one stat): a write that already landed is settled before anyone else
+            # can touch the file. Otherwise another program truncating it back to its size
+            # before the daemon's write, before the kernel event was read, would look like the
+            # daemon's write still on its way and go unreported.
+            self._unexpected({key})
 
     def known(self, path: Path | str) -> tuple[int, int | None] | None:
         """``(size, inode)`` the watcher knows for ``path``; ``None`` if absent or not followed."""
@@ -727,46 +745,105 @@ class Watcher:
         return await anyio.to_thread.run_sync(_inotify.Inotify, paths, recursive)
 
     async def _read_events(self, notify: _inotify.Inotify, gen: _Flag) -> None:
-        """Sleep in the event loop's ``epoll`` until the kernel has events, then look at the
-        paths they name, until ``gen`` is set (then this task is cancelled). Nothing wakes
-        while nothing changes. A batch is taken as watchfiles takes it: once no new event came
-        for ``step_ms``, at the latest ``debounce_ms`` after the first (a file being written —
-        created, then filled — is looked at once, whole); events arriving while a batch is
-        processed queue in the kernel and make the next one. A queue overflow or a directory
-        moved out of a recursive tree re-reads everything with new watches."""
+        """Read the kernel's events as they come, until ``gen`` is set (then this task is
+        cancelled): the descriptor stays registered with the event loop, whose ``epoll``
+        sleeps in the kernel, so nothing wakes while nothing changes.
+
+        Each readable descriptor is drained in the loop's callback at once, and the files
+        found exactly as the daemon said it wrote them (:meth:`expect`) are settled there: an
+        append of the daemon's to a watched file costs one read and one ``stat``. What remains
+        is taken as watchfiles takes a batch: once no new event came for ``step_ms``, at the
+        latest ``debounce_ms`` after the first (a file being written — created, then filled —
+        is looked at once, whole); events arriving while a batch is processed make the next
+        one. A queue overflow or a directory moved out of a recursive tree re-reads everything
+        with new watches."""
+        loop = asyncio.get_running_loop()
         fd = notify.fileno()
-        while not gen.is_set():
-            await anyio.wait_readable(fd)
-            if gen.is_set():
-                return
+        pending: set[str] = set()
+        arrived = asyncio.Event()
+        state = _ReadState()
+
+        def on_readable() -> None:
             try:
                 changes = notify.read()
-                deadline = anyio.current_time() + self._debounce_ms / 1000
-                while not changes.rescan:
-                    quiet = True
-                    with anyio.move_on_after(min(self._step_ms / 1000, deadline - anyio.current_time())):
-                        await anyio.wait_readable(fd)
-                        quiet = False
-                    if quiet or gen.is_set():
-                        break
-                    more = notify.read()
-                    changes.paths |= more.paths
-                    changes.rescan = more.rescan
             except OSError as exc:
-                gen.error = exc
-                gen.set()
-                self._poke()
+                state.error = exc
+                arrived.set()
                 return
             self.wakeups += 1
-            if changes.rescan:
-                log.info("file watching: kernel events were dropped or a directory moved; re-reading all")
-                self._check_dirs = self._renew_watches = True
-                self._poke()
-                return
-            if changes.paths:
-                await self._process(changes.paths)
-                if self._check_dirs:
+            paths = self._unexpected(changes.paths)
+            if paths or changes.rescan:
+                pending.update(paths)
+                state.rescan = state.rescan or changes.rescan
+                state.arrivals += 1
+                arrived.set()
+
+        loop.add_reader(fd, on_readable)
+        try:
+            while not gen.is_set():
+                await arrived.wait()
+                arrived.clear()
+                deadline = anyio.current_time() + self._debounce_ms / 1000
+                while not (state.rescan or state.error):
+                    step = min(self._step_ms / 1000, deadline - anyio.current_time())
+                    if step <= 0:
+                        break
+                    seen = state.arrivals
+                    await anyio.sleep(step)
+                    if state.arrivals == seen:
+                        break
+                if gen.is_set():
+                    return
+                if state.error is not None:
+                    gen.error = state.error
+                    gen.set()
                     self._poke()
+                    return
+                if state.rescan:
+                    log.info("file watching: kernel events were dropped or a directory moved; re-reading all")
+                    self._check_dirs = self._renew_watches = True
+                    self._poke()
+                    return
+                batch = set(pending)
+                pending.clear()
+                arrived.clear()  # what came during the settling is in this batch
+                if batch:
+                    await self._process(batch)
+                    if self._check_dirs:
+                        self._poke()
+        finally:
+            loop.remove_reader(fd)
+
+    def _unexpected(self, paths: set[str]) -> set[str]:
+        """``paths`` less the known files found exactly as the daemon said it wrote them
+        (:meth:`expect`; their known state moves on here, the same rule as :meth:`_observe`'s
+        first case) or exactly as last seen: an append of the daemon's costs a ``stat`` or
+        two, not a batch."""
+        out: set[str] = set()
+        files = self._files
+        for p in paths:
+            f = files.get(p)
+            if f is None or (f.expected is None and f.size is None):
+                out.add(p)
+                continue
+            try:
+                st = os.stat(p)
+            except OSError:
+                out.add(p)
+                continue
+            if not stat_module.S_ISREG(st.st_mode):
+                out.add(p)
+            elif f.expected is None:
+                if (st.st_size, st.st_ino) != (f.size, f.inode):
+                    out.add(p)  # else: as last seen (a write already settled by expect)
+            else:
+                e_size, e_inode = f.expected
+                if st.st_size == e_size and (e_inode is None or e_inode == st.st_ino):
+                    f.size, f.inode, f.expected = st.st_size, st.st_ino, None
+                    self._dirty.discard(p)
+                else:
+                    out.add(p)
+        return out
 
     async def _pump(self, notify: _Notify, gen: _Flag) -> None:
         """Wait for kernel batches in a worker thread and process them, until ``gen`` is set.

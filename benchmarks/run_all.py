@@ -36,7 +36,6 @@ from benchmarks import (
     jetstream,
     journal,
     listing,
-    mcp,
     rpc,
     service,
     ui,
@@ -68,7 +67,6 @@ MODULES: tuple[ModuleType, ...] = (
     agents,
     jetstream,
     ui,
-    mcp,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""

@@ -58,11 +58,52 @@ def _leaf(value: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error under ``--json`` also gives the ``{"error": ...}`` document."""
+    """argparse, but a usage error under ``--json`` also gives the ``{"error": ...}`` document,
+    and an unknown option is named by the command it was given to.
+
+    Plain argparse misleads there: ``sessiond --bogus`` and ``tree --bogus`` complain about the
+    missing COMMAND or SESSION (the required check runs before unknown options are reported),
+    and ``tree X --bogus`` hands the option up to the top-level parser, which prints its own
+    usage. A subcommand's parser refuses its unknown options itself, and a "required" error
+    names the unknown options first (they are usually why the required argument seems missing).
+    """
 
     json_errors = False
 
+    def __init__(self, *args: Any, root: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._root = root
+        self._given: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(self._given, namespace)
+        if extras and not self._root:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _unknown_options(self) -> list[str]:
+        """The option-like arguments given to this parser that none of its options match."""
+        unknown = []
+        for arg in self._given:
+            if arg == "--":
+                break
+            if len(arg) < 2 or not arg.startswith("-") or self._negative_number_matcher.match(arg):
+                continue
+            name = arg.split("=", 1)[0]
+            known = self._option_string_actions
+            if name in known or (name.startswith("--") and any(o.startswith(name) for o in known)):
+                continue
+            unknown.append(arg)
+        return unknown
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required"):
+            unknown = self._unknown_options()
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         self.print_usage(sys.stderr)
         print(f"{self.prog}: {message}", file=sys.stderr)
         if self.json_errors:
@@ -72,6 +113,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
+        root=True,
         prog="sessiond",
         description="A session daemon for coding agents: Pi-compatible session trees and context.",
     )

@@ -284,12 +284,24 @@ class SummarizerUnavailableError(SessiondError):
 
 
 class ReadOnlySessionError(SessiondError):
-    """A write to a session sessiond only reads (another agent's transcript)."""
+    """A write to a session sessiond only reads (another agent's transcript).
+
+    The refusal names the way forward, in the message and as ``data.hint`` (a command a client
+    can show or run) and ``data.exportMethod`` (the request that does the same): an export
+    copies the session into the store as a Pi session, which takes every write."""
 
     error_code = ErrorCode.READ_ONLY
 
     def __init__(self, session_id: str, reason: str) -> None:
-        super().__init__(f"Session {session_id} is read-only: {reason}", sessionId=session_id, reason=reason)
+        hint = f"sessiond export {session_id}"
+        super().__init__(
+            f"Session {session_id} is read-only: {reason}. To change it, copy it into sessiond's "
+            f"store first: {hint}",
+            sessionId=session_id,
+            reason=reason,
+            hint=hint,
+            exportMethod="session/export",
+        )
         self.session_id = session_id
         self.reason = reason
 
@@ -318,7 +330,9 @@ class AuthenticationError(SessiondError):
     error_code = ErrorCode.INVALID_REQUEST
 
     def __init__(self) -> None:
-        super().__init__("Authentication failed: initialize needs the authToken of this server")
+        super().__init__(
+            "Authentication failed: initialize needs the authToken of this server", field="authToken"
+        )
 
 
 class ProtocolVersionError(SessiondError):

@@ -26,6 +26,8 @@ def test_the_configuration_reference_loads_and_matches_the_defaults(tmp_path: Pa
     assert loaded.limits == defaults.limits
     assert loaded.watch == defaults.watch and loaded.durability == defaults.durability
     assert loaded.memory == defaults.memory
+    assert loaded.search == defaults.search
+    assert set(data["search"]) == set(defaults.search.__dataclass_fields__)
     assert set(data["memory"]) == set(defaults.memory.__dataclass_fields__)  # every key documented
     assert loaded.compaction.reserve_tokens == defaults.compaction.reserve_tokens
     assert loaded.compaction.microcompact == defaults.compaction.microcompact

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import site
 import socket
@@ -147,6 +148,33 @@ def test_the_wheel_holds_the_packages_and_nothing_else(wheel: Path) -> None:
         here = {p.relative_to(_package_dir(package)).as_posix() for p in _package_dir(package).rglob("*.py")}
         shipped = {n[len(package) + 1 :] for n in names if n.startswith(package + "/") and n.endswith(".py")}
         assert here <= shipped, (package, sorted(here - shipped))
+
+
+def test_the_wheel_holds_the_viewer_and_index_ready_metadata(wheel: Path) -> None:
+    """The built viewer is inside (every asset its page loads), and the metadata an index shows:
+    licence file, classifiers, and no home page or repository URL that does not exist yet."""
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    page = archive.read("sessiond/web/static/index.html").decode()
+    assets = re.findall(r'(?:src|href)="/(assets/[^"]+)"', page)
+    assert assets and all(f"sessiond/web/static/{a}" in names for a in assets), assets
+    info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = archive.read(info).decode()
+    assert "License-Expression: MIT" in metadata and any(n.endswith("/licenses/LICENSE") for n in names)
+    assert "Classifier: Development Status :: 3 - Alpha" in metadata
+    assert "Project-URL" not in metadata and "Home-page" not in metadata
+
+
+def test_build_wheel_script_builds_it(tmp_path: Path) -> None:
+    """scripts/build-wheel, the release path while sessiond is on no index, builds a wheel that
+    holds the viewer (it checks that itself) and prints its path."""
+    done = _run(
+        ["bash", str(REPO / "scripts" / "build-wheel"), "--out", str(tmp_path)],
+        env={**os.environ, "PIP_NO_INDEX": "1"},
+    )
+    built = Path(done.stdout.strip().splitlines()[-1])
+    assert built.parent == tmp_path and built.name.startswith("sessiond-") and built.suffix == ".whl"
+    assert "the viewer and its" in done.stderr
 
 
 def _package_dir(package: str) -> Path:

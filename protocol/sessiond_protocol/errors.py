@@ -60,8 +60,14 @@ ERRORS: dict[ErrorCode, str] = {
     ErrorCode.SESSION_EXISTS: "A session with this id or file already exists.",
     ErrorCode.PATH_OUTSIDE_STORE: "A path would leave the store (`..`, absolute escape, symlink).",
     ErrorCode.SESSION_CHANGED: "The session file was truncated, replaced or deleted underneath; reload it.",
-    ErrorCode.STORAGE_ERROR: "Writing failed (disk full, I/O error: `data.errno`); nothing was acknowledged.",
-    ErrorCode.READ_ONLY: "The session belongs to another agent and is read-only.",
+    ErrorCode.STORAGE_ERROR: "Writing failed; nothing was acknowledged. `data.errno`: the OS error "
+    "(disk full, I/O error; absent when none); `data.path`: the file, or the session id of a shared "
+    "session; a shared (JetStream) session's cluster not answering adds `data.cluster` "
+    '(`"unavailable"`), `data.reason` and `data.maybeStored` (true: the write may still reach the '
+    "stream; it then shows up once, as another writer's entry).",
+    ErrorCode.READ_ONLY: "The session belongs to another agent and is read-only; `data.hint` is the "
+    "command that copies it into the store, where it can be changed (`sessiond export <id>`), "
+    "`data.exportMethod` the request that does it (`session/export`).",
     ErrorCode.NOT_SAVED: "The session has no file yet (no user or assistant message was appended).",
     ErrorCode.NOT_A_SESSION: "The file is not a valid session.",
     ErrorCode.MESSAGE_TOO_LARGE: "The message exceeds the maximum message size.",

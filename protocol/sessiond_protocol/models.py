@@ -4,16 +4,45 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 Durability = Literal["buffered", "fsync"]
 """``buffered``: acknowledged after ``write()``; ``fsync``: after ``fdatasync`` (shared)."""
 
 EntryId = Annotated[str, Field(min_length=1, max_length=256)]
+MAX_SESSION_ID = 128
+"""The longest session id: a store file is named ``<24-character timestamp>_<id>.jsonl``, and a
+file name longer than 255 bytes cannot be created (the write failed with "File name too long"
+instead of the id being refused); 128 leaves room and is over three times a UUID."""
 SessionId = Annotated[
-    str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_SESSION_ID,
+        pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$",
+    ),
 ]
+
+
+def _path_text(value: str) -> str:
+    """A path must be one the file system can name: no NUL (every system call stops there) and
+    no lone surrogate (it has no UTF-8 form). Refused here as -32602 naming the field, rather
+    than failing inside a system call as an internal error."""
+    if "\x00" in value:
+        raise PydanticCustomError("path_nul", "a path must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PydanticCustomError(
+            "path_surrogate", "a path must be valid Unicode (it holds a lone surrogate)"
+        ) from None
+    return value
+
+
+PathText = Annotated[str, AfterValidator(_path_text)]
+"""A string naming a file or directory (a ``cwd``, a file's path)."""
 
 
 class Params(BaseModel):
@@ -203,6 +232,9 @@ class SessionSummary(Result):
         description="Where it lives: `sessiond` (the store), `pi`, `claude`, `codex`, `opencode`.",
     )
     readOnly: bool = Field(False, description="Another agent's file: sessiond reads it, never writes it.")
+    exportOf: str | None = Field(
+        None, description="The id of the session this one is an export of (`sessiond export`), else null."
+    )
 
 
 class TreeNode(Result):

@@ -560,12 +560,15 @@ def _intro(r: _Renderer) -> list[str]:
     list_limit = r.prop(ListParams, "limit")
     page_limit = r.prop(EntriesParams, "limit")
     session_id = r.prop(SessionRef, "sessionId")
+    entry_id = r.prop(AppendParams, "parentId")
     long_running = ", ".join(_code(s.name) for s in METHODS.values() if s.long_running)
     general = ", ".join(f"{int(c)} {_code(c.name)}" for c in GENERAL_ERRORS)
     least = entries.get("minItems")
     list_range = _range(list_limit.get("minimum"), list_limit.get("maximum"))
     page_range = _range(page_limit.get("minimum"), page_limit.get("maximum"))
     id_range = _range(session_id.get("minLength"), session_id.get("maxLength"), "characters")
+    entry_id = next((a for a in entry_id.get("anyOf", [entry_id]) if a.get("type") == "string"), entry_id)
+    entry_range = _range(entry_id.get("minLength"), entry_id.get("maxLength"), "characters")
     id_pattern = _code(session_id.get("pattern", ""))
     return f"""\
 # sessiond protocol reference
@@ -626,6 +629,8 @@ Two framings are accepted on every byte-stream transport (a WebSocket needs none
 from the first byte of a connection:
 
 * the LSP base protocol, `Content-Length: N\\r\\n\\r\\n` followed by N bytes of JSON (the default);
+  N is ASCII digits only, in one `Content-Length` header (a sign, `_` or a second header is a
+  broken header: -32700 with `data.closing`);
 * newline-delimited JSON, one message per line (what ACP clients speak), when the first byte is `{{`.
 
 The server answers in the framing the client used.
@@ -706,7 +711,8 @@ another one (the Python and TypeScript clients do).
   `data.size`, `data.limit`), never split (docs/scale-out.md).
 * Page sizes: `session/list` takes a `limit` of {list_range} (default {list_limit.get("default")}),
   `session/entries` one of {page_range} (default {page_limit.get("default")}).
-* Session ids and entry ids: {id_range}; a session id matches {id_pattern}.
+* Session ids: {id_range} (a store file is named after the id, and a file name has at most 255
+  bytes); a session id matches {id_pattern}. Entry ids: {entry_range}.
 * A message larger than the server's maximum message size fails with -32022
   `MESSAGE_TOO_LARGE` (`data.limit`), in both framings: an NDJSON line is skipped unread and the
   connection goes on; a `Content-Length` body is never read, so the connection closes

@@ -14,6 +14,7 @@ the commands here talk to the daemon (starting it when needed) or read session f
 * :mod:`.completion` — ``completion`` (bash, zsh, fish)
 * :mod:`.export` — ``export``
 * :mod:`.store` — ``store import``, ``store export`` (the shared JetStream store)
+* :mod:`.search` — ``search`` (full-text search across sessions)
 * :mod:`.stats` — ``stats`` (usage and cost of every agent, docs/usage.md)
 * :mod:`.mcp` — ``mcp`` (the MCP server face, :mod:`sessiond.mcp_server`)
 
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
         export,
         mcp,
         rewind,
+        search,
         service,
         sessions,
         stats,
@@ -54,5 +56,6 @@ def register(sub: Any) -> None:
     completion.register(sub)
     export.register(sub)
     store.register(sub)
+    search.register(sub)
     stats.register(sub)
     mcp.register(sub)

@@ -138,6 +138,10 @@ class Output:
         if not self.json:
             self.err.print(message, markup=False, highlight=False)
 
+    def warn(self, message: str) -> None:
+        """A one-line warning on stderr, in every mode (stdout's JSON stays as it is)."""
+        self.err.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
     def fail(self, error: CliError) -> None:
         print(f"sessiond {self.command}: {error.message}", file=sys.stderr)
         if self.json:
@@ -179,9 +183,40 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
 
 STORE_HELP = "the store (default: $SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond)"
 SOCKET_HELP = (
-    "the daemon's Unix socket (default: for the default store $XDG_RUNTIME_DIR/sessiond/sessiond.sock "
-    "when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock)"
+    "the daemon's Unix socket (default: $XDG_RUNTIME_DIR/sessiond/sessiond.sock when $XDG_RUNTIME_DIR "
+    "is set and the store is the per-user one, $XDG_DATA_HOME/sessiond or ~/.local/share/sessiond; "
+    "for any other store, also one named by $SESSIOND_HOME or --store, <store>/run/sessiond.sock)"
 )
+
+
+_SKIPPED_KINDS = (
+    ("unparsableLines", "not JSON"),
+    ("notObjects", "not a JSON object"),
+    ("ignoredValueLines", 'a bare value (null, 0, false, "")'),
+    ("extraHeaders", "a second header"),
+)
+
+
+def skipped_lines_warning(info: dict[str, Any]) -> str | None:
+    """One line saying which lines of a session's file were skipped as bad (from the loader's
+    ``diagnostics``), or None when none were: a corrupt line must not go unnoticed by the
+    person reading the session, though every reader skips it and goes on."""
+    diagnostics = info.get("diagnostics") or {}
+    counts = [(int(diagnostics.get(key) or 0), what) for key, what in _SKIPPED_KINDS]
+    total = sum(n for n, _ in counts)
+    if not total:
+        return None
+    kinds = ", ".join(f"{n} {what}" for n, what in counts if n)
+    numbers = [str(n) for n in diagnostics.get("unparsableLineNumbers") or []]
+    where = ""
+    if numbers:
+        shown = ", ".join(numbers[:5]) + (", …" if len(numbers) > 5 else "")
+        where = f" (line{'s' if len(numbers) > 1 else ''} {shown})"
+    path = info.get("path") or info.get("sessionId")
+    return (
+        f"{total} bad line{'s' if total > 1 else ''} skipped in {path}: {kinds}{where}; "
+        "`sessiond inspect FILE` shows the details"
+    )
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:

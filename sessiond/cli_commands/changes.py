@@ -179,7 +179,6 @@ async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
 
     token = f"sessiond-cli-compact-{os.getpid()}"
     params: dict[str, Any] = {
-        "sessionId": args.session,
         "reason": "manual",
         "summarizer": args.summarizer,
         "workDoneToken": token,
@@ -202,7 +201,7 @@ async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
         disable=not show_progress,
     )
     async with daemon_client(args) as client:
-        args.session = await resolve_session(client, args.session)
+        args.session = params["sessionId"] = await resolve_session(client, args.session)
         await call(client, "session/load", {"sessionId": args.session, "subscribe": True})
         with progress:
             task = progress.add_task("Compacting", total=100)

@@ -211,6 +211,8 @@ def _roots(checks: Checks, config: Any) -> None:
             format=root.format,
             writable=root.writable,
         )
+        if exists and root.format == "pi":
+            _session_files(checks, root)
     for path in config.file_history_roots:
         exists = path.is_dir()
         checks.add(
@@ -220,6 +222,58 @@ def _roots(checks: Checks, config: Any) -> None:
             path=str(path),
             exists=exists,
         )
+
+
+MAX_NAMED_FILES = 20
+"""How many unreadable or damaged files ``doctor`` names per root (the counts are exact)."""
+
+
+def _session_files(checks: Checks, root: Any) -> None:
+    """A Pi-format root's files that are not sessions (empty, garbage, unreadable) and sessions
+    with lines every reader skips: listed here, since the list (like Pi's) leaves the first
+    out and the second are loaded without a word."""
+    from ..store.listing import list_sessions_in  # noqa: PLC0415
+
+    listed = {info.path: info for info in list_sessions_in(root.path)}
+    unreadable: list[dict[str, Any]] = []
+    for directory in sorted(root.path.glob("--*--")):
+        for path in sorted(directory.glob("*.jsonl")):
+            if str(path) in listed:
+                continue
+            try:
+                size = path.stat().st_size
+                reason = "empty" if size == 0 else "not a session (no header line)"
+            except OSError as exc:
+                reason = f"cannot be read: {exc.strerror or exc}"
+            unreadable.append({"path": str(path), "reason": reason})
+    damaged = [
+        {"path": info.path, "sessionId": info.id, "badLines": info.bad_lines}
+        for info in listed.values()
+        if info.bad_lines
+    ]
+    name = f"files {root.name}"
+    if not unreadable and not damaged:
+        count = f"{len(listed)} session{'' if len(listed) == 1 else 's'}"
+        checks.add(name, "ok", f"{count}, every line readable", unreadable=[], damaged=[])
+        return
+    parts = []
+    if unreadable:
+        parts.append(f"{len(unreadable)} unreadable file{'s' if len(unreadable) > 1 else ''} (not listed)")
+    if damaged:
+        lines = sum(d["badLines"] for d in damaged)
+        parts.append(
+            f"{len(damaged)} session{'s' if len(damaged) > 1 else ''} with {lines} bad "
+            f"line{'s' if lines > 1 else ''} (skipped)"
+        )
+    named = [f"{u['path']}: {u['reason']}" for u in unreadable[:MAX_NAMED_FILES]]
+    named += [f"{d['path']}: {d['badLines']} bad lines" for d in damaged[:MAX_NAMED_FILES]]
+    checks.add(
+        name,
+        "warn",
+        "; ".join(parts) + ": " + "; ".join(named),
+        unreadable=unreadable,
+        damaged=damaged,
+    )
 
 
 async def cmd_doctor(args: argparse.Namespace, out: Output) -> int:

@@ -24,6 +24,7 @@ from .base import (
     non_negative,
     positive,
     runner,
+    skipped_lines_warning,
 )
 from .render import (
     ROLE_STYLES,
@@ -39,6 +40,8 @@ from .render import (
 )
 from .sources import Source, catalog, daemon_or_none, open_source
 
+NO_MESSAGES = "(no messages)"
+"""A list row's ``firstMessage`` when the session has no prompt (Pi's placeholder)."""
 SUMMARY_ROLES = {"compactionSummary": "⟳ compaction summary", "branchSummary": "↳ branch summary"}
 SESSION_HELP = (
     "a session id, or a session FILE (Pi, Claude Code, a Codex rollout, <data>/opencode.db#<id>) "
@@ -124,6 +127,18 @@ def register(sub: Any) -> None:
 # ---------------------------------------------------------------------------- ls
 
 
+def session_title(row: dict[str, Any]) -> str | None:
+    """A session's title, one rule for ``ls``, ``tree``, ``show`` (and the viewer and the
+    extension, which read the same fields): its ``name`` (``title`` in a ``session/list`` row),
+    else its ``firstMessage`` — the first prompt a person typed, injected context skipped —
+    else None."""
+    name = row.get("name") if "name" in row else row.get("title")
+    if name:
+        return str(name)
+    first = row.get("firstMessage")
+    return str(first) if first and first != NO_MESSAGES else None
+
+
 def _home(path: str) -> str:
     home = os.path.expanduser("~")
     if home and home != "/" and (path == home or path.startswith(home + os.sep)):
@@ -174,7 +189,7 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
         if s.get("title"):
             title.append(one_line(s["title"], 48))
         else:
-            title.append(one_line(s.get("firstMessage") or "", 48), "dim")
+            title.append(one_line(session_title(s) or s.get("firstMessage") or "", 48), "dim")
         table.add_row(
             s["sessionId"],
             title,
@@ -182,7 +197,9 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
             when(s.get("updatedAt")),
             str(s.get("messageCount", "")),
             s.get("format", "pi"),
-            s.get("root", "sessiond") + (" (ro)" if s.get("readOnly") else ""),
+            s.get("root", "sessiond")
+            + (" (ro)" if s.get("readOnly") else "")
+            + (f" (export of {s['exportOf'][:8]})" if s.get("exportOf") else ""),
         )
     out.show(table)
     if next_cursor is not None:
@@ -210,6 +227,9 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
     async with open_source(args, args.session, out) as source:
         info = await source.describe()
         branch = await source.branch(args.leaf)
+    warning = skipped_lines_warning(info)
+    if warning is not None:
+        out.warn(warning)
     entries = branch.get("entries") or []
     if out.json:
         out.emit(
@@ -226,7 +246,12 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
         )
         return EXIT_OK
     blocks = [b for e in entries for b in entry_blocks(e, opts)]
-    heading = info.get("name") or _first_prompt(entries) or f"Session {info['sessionId']}"
+    titled = session_title(info)
+    heading = (
+        (one_line(titled, 200) if titled else None)
+        or _first_prompt(entries)
+        or f"Session {info['sessionId']}"
+    )
     leaf = args.leaf or info.get("leafId")
     meta = [
         str(info["sessionId"]),
@@ -235,6 +260,8 @@ async def cmd_show(args: argparse.Namespace, out: Output) -> int:
         f"leaf {leaf}",
         f"{len(entries)} entries on the branch",
     ]
+    if info.get("messageCount") is not None:
+        meta.insert(4, f"{info['messageCount']} messages")
     if out.interactive and not args.markdown:
         print_lines(out.out, rich_blocks(heading, meta, blocks))
     else:
@@ -405,6 +432,9 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
         info = await source.describe()
         result = await source.tree()
         branch = (await source.branch(None, full=False))["entryIds"]
+    warning = skipped_lines_warning(info)
+    if warning is not None:
+        out.warn(warning)
     nodes = result["nodes"]
     leaf = result.get("leafId")
     if out.json:
@@ -418,11 +448,14 @@ async def cmd_tree(args: argparse.Namespace, out: Output) -> int:
             }
         )
         return EXIT_OK
-    # Like ls's TITLE: the session's name (a Claude Code title), else its first prompt.
-    named = info.get("name") or next(
+    # ls's TITLE, by the same rule (session_title): the name, else the list's first prompt.
+    named = session_title(info) or next(
         (n.get("preview") for n in nodes if n.get("role") == "user" and n.get("preview")), None
     )
-    title = f"{one_line(str(named or info['sessionId']), 200)}  ({len(nodes)} entries)"
+    counts = f"{len(nodes)} entries"
+    if info.get("messageCount") is not None:
+        counts = f"{info['messageCount']} messages, {counts}"
+    title = f"{one_line(str(named or info['sessionId']), 200)}  ({counts})"
     out.show(build_tree(title, nodes, leaf, args.width, branch))
     return EXIT_OK
 

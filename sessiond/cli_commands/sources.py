@@ -170,10 +170,12 @@ class FileSource:
 
     async def describe(self) -> dict[str, Any]:
         from ..service import views  # noqa: PLC0415
+        from ..service.catalog import row_of_file  # noqa: PLC0415
         from ..service.results import wire  # noqa: PLC0415
 
         root = self.root.name if self.root is not None else "file"
-        result: dict[str, Any] = wire(views.describe(self.session, format=self.format, root=root))
+        row = await asyncio.to_thread(row_of_file, Path(self.session.path), self.format)
+        result: dict[str, Any] = wire(views.describe(self.session, format=self.format, root=root, row=row))
         return result
 
     async def tree(self) -> dict[str, Any]:

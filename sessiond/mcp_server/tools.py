@@ -275,6 +275,9 @@ async def search_sessions(link: DaemonLink, params: dict[str, Any]) -> Answer:
             "this sessiond daemon has no search index (search/query); update and restart it"
         ) from None
     hits = result.get("hits") or []
+    # Some clients (Claude Code) hand the model the structured content instead of the text: it
+    # carries the same readable markers, never the wire's control characters.
+    data = {**result, "hits": [{**h, "snippet": marked(str(h.get("snippet") or ""))} for h in hits]}
     if not hits:
         text = f"No match for {params['query']!r}."
         if result.get("indexing"):
@@ -282,7 +285,7 @@ async def search_sessions(link: DaemonLink, params: dict[str, Any]) -> Answer:
             text += (
                 f" (The index is still being built: {progress.get('done')}/{progress.get('total')} sessions.)"
             )
-        return Answer(text, result)
+        return Answer(text, data)
     lines = [f"{result.get('total', len(hits))} match(es) for {params['query']!r}:"]
     resumes: dict[str, str] = {}
     for i, hit in enumerate(hits, 1):
@@ -300,7 +303,7 @@ async def search_sessions(link: DaemonLink, params: dict[str, Any]) -> Answer:
     if result.get("nextCursor"):
         lines.append(f"More results: call again with cursor={result['nextCursor']!r}.")
     lines.append("Read one with read_session(id=..., around=ENTRY_ID).")
-    return Answer("\n".join(lines), result)
+    return Answer("\n".join(lines), data)
 
 
 # ---------------------------------------------------------------------------- read_session
@@ -650,7 +653,11 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         *([f"- {f}" for f in files[:50]] or ["(none recorded)"]),
         "",
         "## Continue",
-        f"The conversation was copied into a new Pi session {new_id} (the source was only read):",
+        (
+            f"The conversation was copied into Pi session {new_id} earlier (the same leaf; reused)"
+            if exported.get("existing")
+            else f"The conversation was copied into a new Pi session {new_id} (the source was only read):"
+        ),
         f"- Pi: `cd {info.get('cwd')} && pi --session {new_path}`",
         f"- read it: `sessiond context {new_id}` · its tree: `sessiond tree {new_id}`",
     ]
@@ -664,6 +671,7 @@ async def handoff(link: DaemonLink, *, session: str) -> Answer:
         "lastAssistant": last_answer,
         "files": files,
         "filesFromHistory": with_history,
+        "reused": bool(exported.get("existing")),
         "cwd": info.get("cwd"),
     }
     return Answer("\n".join(lines), data)

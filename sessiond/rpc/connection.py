@@ -303,32 +303,47 @@ class Connection:
         try:
             message = parse(body)
         except JSONParseError as exc:
-            self._error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}")
+            self._error(None, ErrorCode.PARSE_ERROR, f"Parse error: {exc}", {"closing": False})
             return
         if isinstance(message, list):
             self._error(
                 None,
                 ErrorCode.INVALID_REQUEST,
                 "Batch requests are not supported; send one message at a time",
+                {"field": ""},
             )
             return
         if type(message) is not dict:
-            self._error(None, ErrorCode.INVALID_REQUEST, "A JSON-RPC message must be an object")
+            self._error(
+                None, ErrorCode.INVALID_REQUEST, "A JSON-RPC message must be an object", {"field": ""}
+            )
             return
         msg_id = message.get("id")
         has_id = "id" in message
         if message.get("jsonrpc") != "2.0":
-            self._error(msg_id if has_id else None, ErrorCode.INVALID_REQUEST, 'jsonrpc must be "2.0"')
+            self._error(
+                msg_id if has_id else None,
+                ErrorCode.INVALID_REQUEST,
+                'jsonrpc must be "2.0"',
+                {"field": "jsonrpc"},
+            )
             return
         if has_id and not (type(msg_id) in (str, int) or msg_id is None):
-            self._error(None, ErrorCode.INVALID_REQUEST, "id must be a string, a number or null")
+            self._error(
+                None, ErrorCode.INVALID_REQUEST, "id must be a string, a number or null", {"field": "id"}
+            )
             return
         method = message.get("method")
         if method is None and has_id and ("result" in message or "error" in message):
             self.engine.answer(message)
             return
         if type(method) is not str:
-            self._error(msg_id if has_id else None, ErrorCode.INVALID_REQUEST, "method must be a string")
+            self._error(
+                msg_id if has_id else None,
+                ErrorCode.INVALID_REQUEST,
+                "method must be a string",
+                {"field": "method"},
+            )
             return
         params = message.get("params")
         if params is not None and type(params) is not dict:
@@ -342,13 +357,19 @@ class Connection:
 
     def _request(self, msg_id: Any, method: str, params: Json) -> None:
         if self.shutting_down:
-            self._error(msg_id, ErrorCode.INVALID_REQUEST, "The server is shutting down this connection")
+            self._error(
+                msg_id,
+                ErrorCode.INVALID_REQUEST,
+                "The server is shutting down this connection",
+                {"method": method, "reason": "shutdown"},
+            )
             return
         if not self.initialized and method != "initialize":
             self._error(
                 msg_id,
                 ErrorCode.SERVER_NOT_INITIALIZED,
                 "The connection is not initialized: send initialize first",
+                {"method": method},
             )
             return
         entry = self.methods.get(method)
@@ -367,7 +388,12 @@ class Connection:
             )
             return
         if self.engine.running(msg_id):
-            self._error(msg_id, ErrorCode.INVALID_REQUEST, f"A request with id {msg_id!r} is still running")
+            self._error(
+                msg_id,
+                ErrorCode.INVALID_REQUEST,
+                f"A request with id {msg_id!r} is still running",
+                {"field": "id"},
+            )
             return
         # Counted from dispatch (not from when the handler starts): a burst read in one go is
         # dispatched before any handler runs.
@@ -377,7 +403,12 @@ class Connection:
         """A lifecycle request, answered before the next message is read."""
         initializing = entry.spec.name == "initialize"
         if initializing and self.initialized:
-            self._error(msg_id, ErrorCode.INVALID_REQUEST, "The connection is already initialized")
+            self._error(
+                msg_id,
+                ErrorCode.INVALID_REQUEST,
+                "The connection is already initialized",
+                {"method": "initialize"},
+            )
             return
         try:
             result = answer_now(entry, self, params, self._context)
@@ -430,11 +461,11 @@ class Connection:
     def _notify(self, method: str, params: Any, *, droppable: bool = False) -> bool:
         return self.send({"jsonrpc": "2.0", "method": method, "params": params}, droppable=droppable)
 
-    def _error(self, msg_id: Any, code: ErrorCode, message: str, data: Any = None) -> None:
-        error: Json = {"code": int(code), "message": message}
-        if data is not None:
-            error["data"] = data
-        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+    def _error(self, msg_id: Any, code: ErrorCode, message: str, data: Json) -> None:
+        """An error answer; ``data`` is never left out (the SPEC: errors always carry it)."""
+        self.send(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message, "data": data}}
+        )
 
     def send_update(self, session_id: str, update: Json) -> None:
         """A ``session/update`` for a subscribed session (dropped if opted out or overflowing)."""

@@ -260,8 +260,8 @@ class Engine:
             if data.error.code == ErrorCode.REQUEST_CANCELLED:  # pygls' own answer to a cancel
                 error["message"] = f"Request {data.id} was cancelled"
                 error["data"] = {"requestId": data.id}
-            elif data.error.data is not None:
-                error["data"] = data.error.data
+            else:  # every error carries data (the SPEC), pygls' own ones too
+                error["data"] = data.error.data if data.error.data is not None else {}
             payload = {"jsonrpc": "2.0", "id": data.id, "error": error}
             self._answered(data.id)
         elif cls is JsonRPCRequestMessage:

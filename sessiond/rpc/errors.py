@@ -29,13 +29,11 @@ class ErrorAnswer(Exception):
         super().__init__(message)
         self.code = int(code)
         self.message = message
-        self.data = data
+        self.data: dict[str, Any] = {} if data is None else data
+        """Always an object, possibly empty: the SPEC promises every error carries ``data``."""
 
     def to_wire(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return {"code": self.code, "message": self.message, "data": self.data}
 
 
 def from_validation(exc: ValidationError, params: Any = None) -> ErrorAnswer:
@@ -60,11 +58,15 @@ def error_answer(exc: BaseException, method: str, params: Any = None) -> ErrorAn
     if code is not None and code != ErrorCode.INTERNAL_ERROR:
         assert isinstance(exc, SessiondError)
         data = {k: v for k, v in exc.data.items() if v is not None}
-        return ErrorAnswer(code, exc.message, data or None)
+        return ErrorAnswer(code, exc.message, data)
     if isinstance(exc, OSError):
         log.warning("%s failed with an OS error: %s", method, exc)
         return ErrorAnswer(
             ErrorCode.STORAGE_ERROR, f"{exc.strerror or exc}", {"errno": exc.errno, "path": exc.filename}
         )
     log.error("internal error in %s", method, exc_info=exc)
-    return ErrorAnswer(ErrorCode.INTERNAL_ERROR, f"Internal error in {method}: {type(exc).__name__}: {exc}")
+    return ErrorAnswer(
+        ErrorCode.INTERNAL_ERROR,
+        f"Internal error in {method}: {type(exc).__name__}: {exc}",
+        {"method": method},
+    )

@@ -266,7 +266,10 @@ class MessageSplitter:
     def _header(self, data: bytes, start: int) -> tuple[int, int] | None:
         """The Content-Length of the header at ``start`` and where its body begins; ``None``
         while the header is not complete. Read line by line, like the LSP base protocol's
-        readers: a blank line ends it, other headers are ignored, the last Content-Length wins."""
+        readers: a blank line ends it, other headers are ignored. The length is ASCII digits
+        only: Python's ``int`` also takes ``+2``, ``1_0`` and padding, which another reader of
+        the same bytes would cut elsewhere (a smuggled message); a second Content-Length is
+        refused for the same reason rather than one of them winning."""
         if data.startswith(b"Content-Length: ", start):
             # what every client sends: one header line; the loop below gives the same answer
             # in twice the time (2.3 µs against 1.2-1.7 per message, in process)
@@ -294,12 +297,12 @@ class MessageSplitter:
             if not sep:
                 raise FramingError(f"malformed header line: {stripped[:80]!r}")
             if name.strip().lower() == b"content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise FramingError(f"bad Content-Length: {value.strip()[:40]!r}") from None
-                if length < 0:
-                    raise FramingError("negative Content-Length")
+                if length is not None:
+                    raise FramingError("more than one Content-Length header")
+                digits = value.strip()
+                if not (digits.isdigit() and digits.isascii()):
+                    raise FramingError(f"bad Content-Length: {digits[:40]!r} (ASCII digits only)")
+                length = int(digits)
         if length is None:
             raise FramingError("a message header without Content-Length")
         return length, at

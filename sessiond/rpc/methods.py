@@ -151,7 +151,7 @@ async def session_fork(call: Caller, p: M.ForkParams) -> M.ForkResult:
 
 @HANDLERS.method("session/export")
 async def session_export(call: Caller, p: M.ExportParams) -> M.ExportResult:
-    return await call.service.export(call, p.sessionId, p.leafId)
+    return await call.service.export(call, p.sessionId, p.leafId, again=p.again)
 
 
 @HANDLERS.method("session/configure")
@@ -321,6 +321,21 @@ async def stats_subscribe(call: Caller, p: M.StatsSubscribeParams) -> M.StatsUpd
 async def stats_unsubscribe(call: Caller, p: M.Empty) -> M.EmptyResult:
     call.service.stats.unsubscribe(call)
     return M.EmptyResult()
+
+
+# --------------------------------------------------------------------------- search
+
+
+@HANDLERS.method("search/query")
+async def search_query(call: Caller, p: M.SearchParams) -> M.SearchResult:
+    token = p.workDoneToken
+
+    def progress(done: int, total: int) -> None:
+        if token is not None:
+            percentage = 100 * done // total if total else 100
+            call.progress(token, "report", message=f"{done}/{total} session files", percentage=percentage)
+
+    return await call.service.search.query(p, progress if token is not None else None)
 
 
 HANDLERS.complete()

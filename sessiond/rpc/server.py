@@ -343,6 +343,7 @@ class Daemon:
             if tcp:
                 await self.listen_tcp(tcp)
             self._follow_task = asyncio.ensure_future(self._follow())
+            self.service.search.start()
             self._usage_task = asyncio.ensure_future(self._usage())
             if stdio:
                 stdio_task = asyncio.ensure_future(self.serve_stdio())

@@ -25,10 +25,17 @@ from ..store.claude_files import load_transcript
 from ..store.codex import CodexSession
 from ..store.journal import Durability
 from ..store.layout import ensure_within, validate_session_id
-from ..store.listing import ListingCache, SessionInfo, list_sessions_in, read_header
+from ..store.listing import ListingCache, SessionInfo, list_dir, list_sessions_in, read_header, scan_session
 from ..store.opencode import OpenCodeSession
 from ..store.session import ReadableSession, Session
-from .agent_roots import CodexListing, codex_files, find_codex, find_opencode, opencode_infos
+from .agent_roots import (
+    CodexListing,
+    _codex_summary,
+    codex_files,
+    find_codex,
+    find_opencode,
+    opencode_infos,
+)
 from .roots import Root, claude_project_dir_name
 
 UUID_STEM: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -136,6 +143,21 @@ class Catalog:
         )
         return out
 
+    def info_of(self, root: Root, path: Path) -> SessionInfo | None:
+        """The listing row of one session, computed as :meth:`list_all` computes it (cached the
+        same way): what ``session/load`` reports as the session's ``messageCount`` and
+        ``firstMessage``, so the list and a session's header never disagree."""
+        if root.format == "claude-code":
+            return self.claude_info(path)
+        if root.format == "codex":
+            return self.codex_listing.info(root.path, path)
+        wanted = str(path)
+        if root.format == "opencode":
+            infos = opencode_infos(root.path, None)
+        else:
+            infos = list_dir(path.parent, cache=self.listing)
+        return next((i for i in infos if i.path == wanted), None)
+
     def claude_files(self, root: Root, cwd: str | None = None) -> Iterator[Path]:
         """Session transcripts (``<uuid>.jsonl``) of a Claude Code projects root."""
         if cwd is None:
@@ -191,6 +213,22 @@ class Catalog:
             info = _claude_summary(path, transcript, st.st_mtime_ns / 1e6)
         self._claude_cache[str(path)] = (stamp, info)
         return info
+
+
+def row_of_file(path: Path, fmt: str) -> SessionInfo | None:
+    """The listing row a session FILE read directly would have in its root's list (the same
+    functions, no cache): its ``messageCount`` and ``firstMessage`` for ``sessiond show FILE``."""
+    try:
+        mtime_ms = os.stat(path).st_mtime_ns / 1e6
+        if fmt == "claude-code":
+            return _claude_summary(path, load_transcript(path), mtime_ms)
+        if fmt == "codex":
+            return _codex_summary(path, mtime_ms)[0]
+        if fmt == "pi":
+            return scan_session(path)
+    except (OSError, ValueError):
+        return None
+    return None  # an OpenCode session is a database row: its list has it
 
 
 def _newest_first(x: Listed) -> tuple[int, float]:

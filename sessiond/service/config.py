@@ -52,6 +52,9 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     [ui]                             # the web session viewer (docs/ui.md)
     enabled = true                   # served by `sessiond serve` (not --stdio)
     listen = "127.0.0.1:0"           # loopback only; port 0: any free port (see <run dir>/ui.json)
+    [search]                         # full-text search across sessions (docs/search.md)
+    enabled = true
+    exclude = ["~/clients/*"]        # root names, or globs over cwds and session file paths
     [summarizer.http]                # an OpenAI-compatible /chat/completions endpoint
     base_url = "http://127.0.0.1:8080/v1"
     model = "my-model"
@@ -66,7 +69,7 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     kv_bucket = "sessiond-sessions"
     object_bucket = "sessiond-blobs" # file-history blobs, one object per content hash
     replicas = 3                     # copies of each entry; acknowledged once a majority has it
-    ack_wait = 5.0                   # seconds an append waits for the cluster, then is refused
+    ack_wait = 15.0                  # seconds a write may wait for the cluster, from its request
     connect_timeout = 5.0
 """
 
@@ -161,6 +164,15 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True)
+class SearchConfig:
+    enabled: bool = True
+    """Keep the full-text search index (docs/search.md)."""
+    exclude: tuple[str, ...] = ()
+    """Never index these: a root's name (``claude``), or globs matched against a session's cwd
+    and its file's path (``~/clients/*``)."""
+
+
+@dataclass(frozen=True)
 class UiConfig:
     enabled: bool = True
     listen: str = "127.0.0.1:0"
@@ -182,6 +194,7 @@ class Config:
     env: Mapping[str, str] = field(default_factory=dict)
     watch: WatchConfig = field(default_factory=WatchConfig)
     ui: UiConfig = field(default_factory=UiConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     file_history_roots: tuple[Path, ...] = ()
     """Directories besides a session's cwd whose files rewinds may touch."""
@@ -312,6 +325,7 @@ def load_config(
         env=dict(env),
         watch=_watch(data.get("watch", {})),
         ui=_ui(data.get("ui", {})),
+        search=_search(data.get("search", {})),
         memory=_memory(data.get("memory", {})),
         file_history_roots=_file_history(data.get("file_history", {})),
         durability=durability,
@@ -513,6 +527,21 @@ def _ui(data: Any) -> UiConfig:
     if not isinstance(listen, str) or not listen:
         raise ConfigError('ui.listen must be "HOST:PORT" (a loopback address)', field="ui.listen")
     return UiConfig(enabled, listen)
+
+
+def _search(data: Any) -> SearchConfig:
+    if not isinstance(data, dict):
+        raise ConfigError("search must be a table", field="search")
+    _only(data, {"enabled", "exclude"}, "search")
+    enabled = data.get("enabled", True)
+    if type(enabled) is not bool:
+        raise ConfigError("search.enabled must be true or false", field="search.enabled")
+    exclude = data.get("exclude", [])
+    if not isinstance(exclude, list) or not all(isinstance(p, str) and p for p in exclude):
+        raise ConfigError(
+            "search.exclude must be a list of root names or globs (cwds, paths)", field="search.exclude"
+        )
+    return SearchConfig(enabled, tuple(exclude))
 
 
 def _file_history(data: Any) -> tuple[Path, ...]:

@@ -82,6 +82,9 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
+        self.on_file_change: list[Callable[[Path], None]] = []
+        """Called with each path a watcher reported, after the change was followed (the search
+        index looks at the file again)."""
         self.listeners: list[Callable[[Path], None]] = []
         """Told the path of every session file that changed: a followed file's event, the
         daemon's own write, OpenCode's database after a commit (the usage records' hook; called
@@ -262,6 +265,8 @@ class Follower:
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
+                for hook in self.on_file_change:
+                    hook(event.path)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:

@@ -22,6 +22,8 @@ from ..errors import JournalBrokenError, ReadOnlySessionError
 from ..model import entries as E
 from ..model.js import UNDEFINED, get, nullish
 from ..model.tokens import TokenEstimator
+from ..store.listing import SessionInfo
+from ..store.remote import arriving
 from ..store.session import PendingAppend, ReadableSession, Session
 from . import views
 from .hub import Hub
@@ -58,6 +60,9 @@ class SessionHost:
         """Called when a flush of the session failed (its journal refuses writes from then on)."""
         self.write_order = anyio.Lock()
         """Appends to a shared log commit in a worker thread, one at a time, in arrival order."""
+        self.entry_hooks: list[Callable[[SessionHost, list[str]], None]] = []
+        """Called with the ids of every batch of entries announced, the daemon's own and other
+        writers' (the registry's ``on_entries``: the search index)."""
 
     @property
     def id(self) -> str:
@@ -103,11 +108,12 @@ class SessionHost:
             if pending is not None:
                 await self.complete(pending)
             return pending
-        async with self.write_order:
-            pending = await anyio.to_thread.run_sync(write, session)
-            if pending is not None:
-                await self.complete(pending)
-            return pending
+        with arriving():  # ack_wait counts from the request, queueing included (store/remote.py)
+            async with self.write_order:
+                pending = await anyio.to_thread.run_sync(write, session)
+                if pending is not None:
+                    await self.complete(pending)
+                return pending
 
     def publish(self, pending: PendingAppend) -> None:
         """Announce what ``pending`` wrote (after what another program appended just before, as
@@ -155,6 +161,8 @@ class SessionHost:
     ) -> None:
         """Publish ``entries_appended`` and what the entries imply (labels, name, usage)."""
         session = self.session
+        for hook in self.entry_hooks:
+            hook(self, entry_ids)
         if not self.hub.subscriber_count(self.id):
             self._last_usage = None
             return
@@ -227,13 +235,14 @@ class SessionHost:
         """How full the context is, with where the number comes from (``context/usage``)."""
         return views.usage(self.session, self.estimator, self._window_for)
 
-    def describe(self) -> M.LoadResult:
-        """``session/load``'s answer."""
+    def describe(self, row: SessionInfo | None = None) -> M.LoadResult:
+        """``session/load``'s answer; ``row``: the session's listing row (its count and title)."""
         root = self.root
         return views.describe(
             self.session,
             format=getattr(root, "format", "pi"),
             root=getattr(root, "name", "sessiond"),
+            row=row,
         )
 
 

@@ -72,6 +72,8 @@ class SessionRegistry:
         """Called when a host is dropped, before its session is closed."""
         self.on_forget: list[Callable[[str], None]] = []
         """Called with a session id that is no longer open (drop what is kept for it)."""
+        self.on_entries: list[Callable[[SessionHost, list[str]], None]] = []
+        """Called with every batch of entries a host announces (own appends and other writers')."""
 
     # ------------------------------------------------------------------ finding
 
@@ -143,6 +145,7 @@ class SessionRegistry:
     ) -> SessionHost:
         """Serve a session opened or created elsewhere (``session/new``, a fork)."""
         host = SessionHost(session, self.hub, self.estimator, self.window_for)
+        host.entry_hooks = self.on_entries
         host.root = root or self.catalog.roots[0]
         host.on_broken = lambda failed: self._reopen_after_failed_flush(host, failed)
         for hook in self.on_open:

@@ -34,10 +34,12 @@ from ..model import entries as E
 from ..model.js import UNDEFINED, get
 from ..model.tokens import get_estimator
 from ..store.backend import open_store
-from ..store.export import export_to_pi
+from ..store.export import export_to_pi, exported_leaf
 from ..store.journal import Durability
+from ..store.layout import check_cwd_fits
 from ..store.listing import ListingCache
 from ..store.memory import BUDGET
+from ..store.remote import arriving
 from ..store.session import PendingAppend, Session
 from ..usage.report import Query
 from . import views
@@ -52,6 +54,7 @@ from .navigation import navigate, prompt_text
 from .peer import Peer
 from .registry import SessionRegistry
 from .replication import Replication
+from .searching import Searching
 from .settings import SessionSettings
 from .usage import UsageFeed
 
@@ -95,6 +98,10 @@ class Service:
         self.replication = Replication(registry)
         registry.on_open.append(self.replication.opened)
         registry.on_close.append(self.replication.closed)
+        self.search = Searching(config, self.catalog)
+        """The full-text index (started by the daemon: :meth:`Searching.start`)."""
+        registry.on_entries.append(self.search.entries)
+        self.follower.on_file_change.append(self.search.file_changed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's
@@ -129,6 +136,7 @@ class Service:
         return self.registry.host_at(path)
 
     def close_all(self) -> None:
+        self.search.close()
         self.registry.close_all()
         self.stats.close()
         self.listing.save()
@@ -146,6 +154,7 @@ class Service:
     ) -> M.NewResult:
         if not os.path.isabs(cwd):
             raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        check_cwd_fits(cwd)
         if session_id is None:
             session = await self._create(cwd, None, parent_session)
             host = self.registry.adopt(session, user=user)
@@ -178,7 +187,10 @@ class Service:
         host = await self.registry.host(session_id, user)
         if subscribe:
             self.subscribe(user, host)
-        return host.describe()
+        row = None
+        if host.root is not None:
+            row = await anyio.to_thread.run_sync(self.catalog.info_of, host.root, host.session.path)
+        return host.describe(row)
 
     def subscribe(self, user: Peer, host: SessionHost) -> None:
         """Subscribe ``user`` to the session's updates, starting with how full its context is."""
@@ -227,6 +239,7 @@ class Service:
         target = trash / f"{stamp}_{path.parent.name}_{path.name}"
         if path.exists():
             await anyio.to_thread.run_sync(shutil.move, str(path), str(target))
+        self.search.removed(path)
         if self.catalog.root_of(path) is self.catalog.roots[0]:
             await anyio.to_thread.run_sync(self.store.delete, session_id)
         self.registry.forget_path(session_id)
@@ -268,13 +281,16 @@ class Service:
             # A shared log: committing waits for the cluster (a leader election may take
             # seconds), so it runs in a worker thread, one append of the host at a time, in the
             # order they arrived (the lock is fair) — the loop keeps serving everyone else.
-            async with host.write_order:
-                pending = await anyio.to_thread.run_sync(
-                    lambda: writer.begin_append(
-                        entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+            # The cluster's ack_wait counts from here, the time queued behind this session's
+            # earlier writes included (store/remote.py: arriving).
+            with arriving():
+                async with host.write_order:
+                    pending = await anyio.to_thread.run_sync(
+                        lambda: writer.begin_append(
+                            entries, parent_id=parent_id, expect_leaf_id=expect_leaf_id, durability=mode
+                        )
                     )
-                )
-                ids = await host.complete(pending)
+                    ids = await host.complete(pending)
         self.compactor.after_append(host, ids)
         return M.AppendResult.model_construct(entryIds=ids, leafId=ids[-1])
 
@@ -392,14 +408,30 @@ class Service:
             await self._known_session(session_id)
         return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
 
-    async def export(self, user: Peer, session_id: str, leaf_id: str | None) -> M.ExportResult:
+    async def export(
+        self, user: Peer, session_id: str, leaf_id: str | None, *, again: bool = False
+    ) -> M.ExportResult:
         """Any session's context as a new Pi session in the store (``sessiond export``'s work),
-        served at once like a fork; the source is only read."""
+        served at once like a fork; the source is only read. An export of the same session at
+        the same leaf made before is answered instead of a second identical copy, unless
+        ``again``."""
         host = await self.registry.host(session_id, user)
         source = host.session
         if leaf_id is not None and leaf_id not in source.tree:
             raise EntryNotFoundError(leaf_id)
+        leaf = leaf_id if leaf_id is not None else source.leaf_id
         info: dict[str, Any] = {"format": host.root.format, "root": host.root.name, "path": str(source.path)}
+        if not again:
+            earlier = await anyio.to_thread.run_sync(lambda: self._earlier_export(source.id, leaf))
+            if earlier is not None:
+                return M.ExportResult.model_construct(
+                    sessionId=earlier.info.id,
+                    path=str(earlier.info.path),
+                    cwd=earlier.info.cwd,
+                    entryCount=earlier.info.message_count,
+                    source={**info, "sessionId": source.id, "leafId": leaf},
+                    existing=True,
+                )
         kwargs: dict[str, Any] = {} if leaf_id is None else {"leaf": leaf_id}
         exported: Session = await anyio.to_thread.run_sync(
             lambda: self.store.adopt(
@@ -418,12 +450,17 @@ class Service:
             path=str(exported.path),
             cwd=exported.cwd,
             entryCount=exported.entry_count,
-            source={
-                **info,
-                "sessionId": source.id,
-                "leafId": leaf_id if leaf_id is not None else source.leaf_id,
-            },
+            source={**info, "sessionId": source.id, "leafId": leaf},
+            existing=False,
         )
+
+    def _earlier_export(self, source_id: str, leaf: Any) -> Listed | None:
+        """A store session that is an export of ``source_id`` at ``leaf`` (the listing knows each
+        session's source from its first entry; that entry records the leaf)."""
+        for listed in self.catalog.list_all(root=self.catalog.roots[0].name):
+            if listed.info.export_of == source_id and exported_leaf(str(listed.info.path)) == leaf:
+                return listed
+        return None
 
     async def _known_session(self, session_id: str) -> None:
         """A session the stats may name: open, in a root, or with usage records (a Claude Code

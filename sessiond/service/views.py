@@ -26,7 +26,7 @@ from sessiond_protocol import methods as M
 from ..errors import EntryNotFoundError, InvalidArgumentError
 from ..model.js import UNDEFINED, get
 from ..model.tokens import TokenEstimator
-from ..store.listing import iso_string
+from ..store.listing import SessionInfo, iso_string
 from ..store.session import ReadableSession
 
 if TYPE_CHECKING:
@@ -48,9 +48,16 @@ def require_entry(session: ReadableSession, entry_id: str, field: str | None = N
 # ---------------------------------------------------------------------------- one session
 
 
-def describe(session: ReadableSession, *, format: str, root: str) -> M.LoadResult:
-    """``session/load``: where the session is, its leaf and size, and how it was read."""
+def describe(
+    session: ReadableSession, *, format: str, root: str, row: SessionInfo | None = None
+) -> M.LoadResult:
+    """``session/load``: where the session is, its leaf and size, and how it was read.
+
+    ``messageCount`` and ``firstMessage`` are the session's listing row's (``row``), so a header
+    shows what the list shows (``None`` without a row)."""
     return M.LoadResult.model_construct(
+        messageCount=None if row is None else row.message_count,
+        firstMessage=None if row is None else row.first_message,
         sessionId=session.id,
         path=str(session.path),
         cwd=session.cwd,
@@ -157,6 +164,7 @@ def summary(listed: Listed) -> dict[str, Any]:
         "format": root.format,
         "root": root.name,
         "readOnly": not root.writable,
+        "exportOf": info.export_of,
     }
 
 

@@ -84,4 +84,18 @@ def export_to_pi(
     return target
 
 
-__all__ = ["EXPORT_MARKER", "export_to_pi"]
+def exported_leaf(path: str) -> Any:
+    """The ``leafId`` an export's first entry (``sessiond.export``) records; None if unreadable:
+    with the listing's ``export_of``, what tells a second export at the same leaf (the same copy)."""
+    import json  # noqa: PLC0415
+
+    try:
+        with open(path, "rb") as f:
+            f.readline()
+            marker = json.loads(f.readline())
+        return marker["data"]["source"]["leafId"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+__all__ = ["EXPORT_MARKER", "export_to_pi", "exported_leaf"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ..errors import InvalidSessionIdError, PathEscapeError
+from ..errors import InvalidArgumentError, InvalidSessionIdError, PathEscapeError
 
 SESSION_ID_RE: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -44,8 +44,36 @@ def encode_cwd(cwd: str) -> str:
     return "--" + body.replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
 
 
+MAX_NAME_BYTES: Final = 255
+"""The longest file or directory name Linux, macOS and Windows file systems take (in bytes)."""
+
+
+def check_cwd_fits(cwd: str) -> None:
+    """Refuse a ``cwd`` whose store directory name (:func:`encode_cwd`) the file system cannot
+    create: -32602 naming ``cwd`` before anything is written, not a storage error from
+    ``mkdir`` ("File name too long") that reads like a broken disk."""
+    size = len(encode_cwd(cwd).encode("utf-8", "surrogateescape"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidArgumentError(
+            f"cwd is too long for a session directory: its name would be {size} bytes, "
+            f"the file system takes at most {MAX_NAME_BYTES}",
+            field="cwd",
+        )
+
+
+_WINDOWS_ABSOLUTE: Final = re.compile(r"[A-Za-z]:[\\/]|\\\\")
+"""``D:\\dir``, ``D:/dir`` or ``\\\\server\\share``: a cwd recorded on Windows."""
+
+
 def resolve_cwd(cwd: str) -> str:
-    """``path.resolve(cwd)`` after ``~`` expansion: absolute and normalised, symlinks kept."""
+    """``path.resolve(cwd)`` after ``~`` expansion: absolute and normalised, symlinks kept.
+
+    A Windows path (an agent's session recorded on Windows, exported or forked here) is kept as
+    it was written: joined onto this process's current directory it would name a folder that
+    depends on where the command ran (``<cwd>/D:\\oh-my-posh``). Pi on Windows resolves it to
+    itself, so its store folder (:func:`encode_cwd`) is the one Pi there would use."""
+    if _WINDOWS_ABSOLUTE.match(cwd):
+        return cwd
     return os.path.abspath(os.path.expanduser(cwd))
 
 

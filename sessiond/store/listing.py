@@ -92,10 +92,12 @@ _HEAD_BYTES: Final = 64
 """How many bytes at the start of the file (within the stored offset) must be unchanged too."""
 
 _CACHE_FORMAT: Final = "sessiond-listing-cache"
-_CACHE_VERSION: Final = 1
+_CACHE_VERSION: Final = 2
 """Bump when the folded state or the listing rules change: older cache files are then ignored."""
 
 _SUFFIX: Final = ".jsonl"
+_EXPORT_MARKER: Final = "sessiond.export"
+"""``store/export.py``'s first entry (not imported: export imports the session layer)."""
 _HEADER_KEYS: Final = ("id", "cwd", "parentSession", "timestamp")
 
 
@@ -120,6 +122,11 @@ class SessionInfo:
     """Latest activity (see the module docs) in ms; NaN only for absurd message timestamps."""
     message_count: int
     first_message: str
+    export_of: str | None = None
+    """The id of the session this one is an export of (its first entry is ``sessiond.export``;
+    sessiond's own field, not Pi's), else ``None``."""
+    bad_lines: int = 0
+    """Non-blank lines that are not JSON, skipped (Pi skips them silently; ``doctor`` tells)."""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase, dates as ``toISOString()`` strings (``None`` when invalid), like Pi's JSON."""
@@ -185,6 +192,10 @@ class _Fold:
     last_activity: float | None = None
     message_count: int = 0
     first_message: str = ""
+    export_of: str | None = None
+    entries: int = 0
+    """Entries folded after the header (only whether the first one is an export marker matters)."""
+    bad_lines: int = 0
 
     def copy(self) -> _Fold:
         return _Fold(
@@ -194,6 +205,9 @@ class _Fold:
             self.last_activity,
             self.message_count,
             self.first_message,
+            self.export_of,
+            self.entries,
+            self.bad_lines,
         )
 
     def feed(self, entry: Any) -> None:
@@ -209,6 +223,13 @@ class _Fold:
         if not is_obj:
             return  # a truthy non-object: `.type` is undefined
         etype = entry.get("type")
+        self.entries += 1
+        if self.entries == 1 and etype == "custom" and entry.get("customType") == _EXPORT_MARKER:
+            source = entry.get("data")
+            source = source.get("source") if type(source) is dict else None
+            sid = source.get("sessionId") if type(source) is dict else None
+            self.export_of = sid if type(sid) is str else None
+            return
         if etype == "session_info":
             name = entry.get("name", UNDEFINED)
             if name is None or name is UNDEFINED:
@@ -248,6 +269,9 @@ class _Fold:
             "t": self.last_activity,
             "c": self.message_count,
             "f": self.first_message,
+            "x": self.export_of,
+            "e": self.entries,
+            "b": self.bad_lines,
         }
 
     @staticmethod
@@ -256,6 +280,7 @@ class _Fold:
             raise ValueError("fold")
         status, header, name = obj["s"], obj["h"], obj["n"]
         t, count, first = obj["t"], obj["c"], obj["f"]
+        export_of, entries, bad = obj["x"], obj["e"], obj["b"]
         if status not in (_NEED_HEADER, _OPEN, _DEAD) or type(status) is not int:
             raise ValueError("status")
         if type(header) is not dict or not set(header) <= set(_HEADER_KEYS):
@@ -264,7 +289,14 @@ class _Fold:
             raise ValueError("strings")
         if not (t is None or type(t) in (int, float)) or type(count) is not int or count < 0:
             raise ValueError("numbers")
-        return _Fold(status, header, name, None if t is None else float(t), count, first)
+        if (
+            not (export_of is None or type(export_of) is str)
+            or type(entries) is not int
+            or type(bad) is not int
+        ):
+            raise ValueError("export")
+        t_ms = None if t is None else float(t)
+        return _Fold(status, header, name, t_ms, count, first, export_of, entries, bad)
 
 
 def _text_content(content: Any) -> str:
@@ -314,6 +346,8 @@ def _fold_block(fold: _Fold, block: bytes) -> None:
             value = loads(line)
         except orjson.JSONDecodeError:
             value = _parse_slow(line)
+            if value is None and line.strip():
+                fold.bad_lines += 1
         if type(value) is dict or truthy(value):
             feed(value)
             if fold.status == _DEAD:
@@ -423,6 +457,8 @@ def _info(path: str, fold: _Fold, mtime_ns: int) -> SessionInfo | None:
         modified_ms=modified,
         message_count=fold.message_count,
         first_message=fold.first_message or NO_MESSAGES,
+        export_of=fold.export_of,
+        bad_lines=fold.bad_lines,
     )
 
 

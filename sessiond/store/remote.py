@@ -10,8 +10,37 @@ index, ingest, context) is the same for both backends.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol
+
+_ARRIVAL: ContextVar[float | None] = ContextVar("sessiond_write_arrival", default=None)
+
+
+def write_arrival() -> float | None:
+    """When the write being committed was asked for (``time.monotonic()``), if the service said.
+
+    A shared log's wait for the cluster (``ack_wait``) counts from there, not from the commit:
+    a write queued behind another of the same session (which may wait a whole leader election)
+    must not then wait a full ``ack_wait`` of its own again (a queued append waited 10 s with
+    ``ack_wait = 5``)."""
+    return _ARRIVAL.get()
+
+
+@contextlib.contextmanager
+def arriving() -> Iterator[None]:
+    """Mark the write this context runs as asked for now (kept when an outer one already did:
+    the request's arrival is what counts). Worker threads see it (contextvars are copied)."""
+    if _ARRIVAL.get() is not None:
+        yield
+        return
+    token = _ARRIVAL.set(time.monotonic())
+    try:
+        yield
+    finally:
+        _ARRIVAL.reset(token)
 
 
 class RemoteMoved(Exception):

@@ -13,7 +13,8 @@ the user has open: the ``Host`` header must name this listener (no DNS rebinding
 WebSocket's ``Origin``, when there is one, must be the viewer's own.
 
 Where it listens is written to ``<run dir>/ui.json`` (0600, beside the socket) for ``sessiond
-ui`` and editors, and removed when the daemon stops.
+ui`` and editors, and removed when the daemon stops; it also names the directory of the page's
+files (``staticDir``), which the VS Code extension loads into its own webview.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ class ViewerServer:
         self._open_connection = open_connection
         self._max_message = max_message_bytes
         self.assets = load_assets() if assets is None else assets
+        self.static_dir: Path | None = STATIC if assets is None and self.assets else None
+        """Where the page's files are on disk (told in ui.json: an editor can load them itself)."""
         self._server: Server | None = None
         self.host = ""
         self.port = 0
@@ -126,7 +129,16 @@ class ViewerServer:
     def write_info(self, run_dir: Path, token_path: Path) -> None:
         """``ui.json`` beside the socket: where the viewer is and where its token is."""
         run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = {"url": self.url, "pid": os.getpid(), "tokenPath": str(token_path), "rpcPath": RPC_PATH}
+        info: dict[str, object] = {
+            "url": self.url,
+            "pid": os.getpid(),
+            "tokenPath": str(token_path),
+            "rpcPath": RPC_PATH,
+        }
+        if self.static_dir is not None:
+            # the VS Code extension shows these files in its own webview, bridging the page's
+            # JSON-RPC to the Unix socket: no HTTP through a port forward (docs/vscode.md)
+            info["staticDir"] = str(self.static_dir)
         path = run_dir / INFO_FILE
         tmp = run_dir / f".{INFO_FILE}.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -155,6 +167,12 @@ class ViewerServer:
         return {f"[{n}]:{self.port}" if ":" in n else f"{n}:{self.port}" for n in names}
 
     def _process_request(self, conn: ServerConnection, request: Request) -> Response | None:
+        repeated = _repeated_header(request.headers, "Host", "Origin")
+        if repeated is not None:
+            # which of two Hosts (or Origins) would count is a guess another proxy may make
+            # differently; and websockets' ``get`` raises on it (an HTTP 500 with a traceback)
+            log.info("viewer: refused a request with more than one %s header", repeated)
+            return _text(http.HTTPStatus.BAD_REQUEST, f"More than one {repeated} header.\n")
         host = request.headers.get("Host", "")
         if host.lower() not in self._allowed_hosts():
             log.warning("viewer: refused a request for host %r (DNS rebinding?)", host)
@@ -195,6 +213,14 @@ class ViewerServer:
             await self._open_connection(source, writer, f"web {where}")
         finally:
             source.feed_eof()
+
+
+def _repeated_header(headers: Headers, *names: str) -> str | None:
+    """The first of ``names`` sent more than once, if any."""
+    for name in names:
+        if len(headers.get_all(name)) > 1:
+            return name
+    return None
 
 
 def _csp(host: str) -> str:

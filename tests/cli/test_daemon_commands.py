@@ -227,7 +227,11 @@ def test_store_and_socket_help_state_the_real_defaults(tmp_path: Path) -> None:
         text = " ".join(run_plain(command, "--help", env=env).stdout.split())
         store_default = "$SESSIOND_HOME, else $XDG_DATA_HOME/sessiond, else ~/.local/share/sessiond"
         assert f"--store DIR the store (default: {store_default})" in text, command
-        socket_default = "sessiond/sessiond.sock when $XDG_RUNTIME_DIR is set, else <store>/run/sessiond.sock"
+        socket_default = (
+            "sessiond/sessiond.sock when $XDG_RUNTIME_DIR is set and the store is the per-user one, "
+            "$XDG_DATA_HOME/sessiond or ~/.local/share/sessiond; for any other store, also one named "
+            "by $SESSIOND_HOME or --store, <store>/run/sessiond.sock"
+        )
         assert f"$XDG_RUNTIME_DIR/{socket_default}" in text, command
 
     def where(extra: dict[str, str]) -> tuple[str, str]:

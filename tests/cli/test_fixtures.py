@@ -80,7 +80,7 @@ def test_tree_of_each_fixture(path: Path, tmp_path: Path) -> None:
     plain = run_plain("tree", str(path), env=env)
     assert plain.returncode == 0, plain.stderr
     lines = plain.stdout.splitlines()
-    assert lines[0].endswith(f"({len(tree['nodes'])} entries)")
+    assert lines[0].endswith(f" {len(tree['nodes'])} entries)")
     assert len(lines) == 1 + len(tree["nodes"])  # every entry drawn exactly once
     leaf_lines = [line for line in lines if line.endswith("◀ leaf")]
     assert len(leaf_lines) == 1 and tree["leafId"] in leaf_lines[0]

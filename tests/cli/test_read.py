@@ -107,7 +107,7 @@ def test_tree_draws_branches_labels_leaf_and_summaries(cli: Cli) -> None:
     r = cli.run("tree", EXAMPLE_ID)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0] == "Auth: sessions → cookies  (20 entries)"
+    assert lines[0] == "Auth: sessions → cookies  (14 messages, 20 entries)"
     line = {next(w for w in ln.split() if w[0].isalnum()): ln for ln in lines[1:]}
     assert line["u1000006"].endswith("◀ leaf")
     assert "[jwt-attempt]" in line["a1000003"]

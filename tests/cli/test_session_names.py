@@ -25,7 +25,7 @@ def test_a_unique_prefix_names_a_session_in_any_root(cli: Cli) -> None:
     for prefix, full, first_line in (
         (CLAUDE_ID[:8], CLAUDE_ID, CLAUDE_FIRST_PROMPT),
         (CLAUDE_ID[:4], CLAUDE_ID, CLAUDE_FIRST_PROMPT),
-        (EXAMPLE_ID[:13], EXAMPLE_ID, "Auth: sessions → cookies  (20 entries)"),
+        (EXAMPLE_ID[:13], EXAMPLE_ID, "Auth: sessions → cookies  (14 messages, 20 entries)"),
     ):
         tree = cli.run("tree", prefix)
         assert tree.returncode == 0, tree.stderr

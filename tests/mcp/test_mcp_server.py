@@ -199,6 +199,8 @@ async def test_handoff_copies_a_read_only_session_and_never_writes_it(mcp: McpCl
     _, copy = await tool(mcp, "read_session", id=data["sessionId"], budget=200)
     _, source = await tool(mcp, "read_session", id=CLAUDE_ID, budget=200)
     assert copy["total"] == source["total"]
+    again, second = await tool(mcp, "handoff", id=CLAUDE_ID)  # the same leaf: the same copy
+    assert second["sessionId"] == data["sessionId"] and second["reused"] is True and "reused" in again
     assert _digest(world.foreign) == before
 
 
@@ -231,3 +233,15 @@ def test_docs_name_every_tool() -> None:
     assert "claude mcp add sessiond -- sessiond mcp" in text
     assert "[mcp_servers.sessiond]" in text
     json.dumps(TOOLS, default=list)
+
+
+async def test_search_sessions_finds_words_across_agents_with_marked_snippets(mcp: McpClient) -> None:
+    text, data = await tool(mcp, "search_sessions", query="signJwt", mode="substring", limit=5)
+    hits = data["hits"]
+    assert hits and hits[0]["sessionId"] == EXAMPLE_ID
+    assert "«" in hits[0]["snippet"] and "\x02" not in json.dumps(data)
+    assert EXAMPLE_ID in text and "«" in text
+    _, only = await tool(mcp, "search_sessions", query="the", agent="codex", limit=3)
+    assert only["hits"] and {h["sessionId"] for h in only["hits"]} == {CODEX_ID}
+    assert "unknown agent" in await tool_error(mcp, "search_sessions", query="x", agent="emacs")
+    await tool_error(mcp, "search_sessions", query="x", limit=1000)

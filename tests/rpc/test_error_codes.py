@@ -94,7 +94,8 @@ def test_an_error_without_a_code_is_an_internal_error_logged_with_its_traceback(
             answer = error_answer(exc, "session/new")
     assert answer.code == ErrorCode.INTERNAL_ERROR, "a bug must not pass for a client's mistake"
     assert answer.message == "Internal error in session/new: Unmapped: something the daemon did not expect"
-    assert "Traceback" not in answer.message and answer.data is None
+    assert "Traceback" not in answer.message
+    assert answer.data == {"method": "session/new"}, "data always, but not the exception's own (field=cwd)"
     assert any(r.exc_info and r.exc_info[0] is Unmapped for r in caplog.records)
 
 

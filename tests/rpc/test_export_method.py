@@ -46,6 +46,10 @@ async def test_a_codex_session_exported_holds_its_context_and_the_source_is_unto
 
         assert roles(copy)[-5:] == roles(original)[-5:]
         assert len(copy["messages"]) >= len(original["messages"]) - 1
+        same = await call(client, "session/export", {"sessionId": CODEX_ID})
+        assert same["existing"] is True and same["sessionId"] == exported["sessionId"]
+        another = await call(client, "session/export", {"sessionId": CODEX_ID, "again": True})
+        assert another["existing"] is False and another["sessionId"] != exported["sessionId"]
         listed = await call(client, "session/list", {"root": "sessiond"})
         assert exported["sessionId"] in {s["sessionId"] for s in listed["sessions"]}
         # the copy is an ordinary store session: it can be continued

@@ -82,6 +82,9 @@ async def test_the_page_is_served_with_its_headers(daemon: Daemon) -> None:
     assert data["url"].startswith("http://127.0.0.1:") and data["pid"] == daemon.process.pid
     assert data["tokenPath"] == str(daemon.store / "tcp.token") and data["rpcPath"] == "/rpc"
     assert (daemon.socket.parent / "ui.json").stat().st_mode & 0o077 == 0
+    # the page's files on disk, for the VS Code extension's webview (docs/vscode.md)
+    static = Path(data["staticDir"])
+    assert (static / "index.html").read_bytes() == get(daemon, "/")[2]
     status, headers, body = get(daemon, "/")
     assert status == 200 and b'<div id="app">' in body
     assert headers["content-type"] == "text/html; charset=utf-8"

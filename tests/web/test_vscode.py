@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from sessiond_protocol.methods import METHODS
 from tests.harness.daemon import start_daemon
 from tests.web.scenario import PI_SESSION, build
 from tests.web.test_viewer_e2e import find_session_file
@@ -44,6 +45,16 @@ pytestmark = [
 ]
 
 
+def failures(tap: str) -> str:
+    """The failed subtests of node's TAP output, each with its YAML block (the rest is noise)."""
+    out: list[str] = []
+    lines = tap.splitlines()
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("not ok") and "subtestsFailed" not in "".join(lines[i : i + 8]):
+            out.extend(lines[i : i + 30])
+    return "\n".join(out)[-8000:] or tap[-6000:]
+
+
 def npm_run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / args[0]), *args[1:]], cwd=EXT, capture_output=True, check=False, text=True, timeout=timeout
@@ -53,6 +64,8 @@ def npm_run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str
 async def test_the_extension_against_a_real_daemon(tmp_path: Path) -> None:
     built = npm_run("tsc", "-p", "tsconfig.test.json")
     assert built.returncode == 0, built.stdout + built.stderr
+    # Codex's sessions too (CODEX_HOME is <tmp>/codex): the agent the view used to call "sessiond"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "codex" / "synthetic-home", tmp_path / "codex")
     daemon = start_daemon(tmp_path)
     try:
         scenario = await build(daemon, tmp_path)
@@ -65,6 +78,8 @@ async def test_the_extension_against_a_real_daemon(tmp_path: Path) -> None:
             "store": str(daemon.store),
             "env": {k: daemon.env[k] for k in ("SESSIOND_HOME", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR")},
             "pi": PI_SESSION,
+            # what this daemon answers: the extension's search and cost must work where it can
+            "methods": sorted(METHODS),
             "agent": {
                 "sessionId": scenario.agent_session,
                 "path": str(find_session_file(daemon.store, scenario.agent_session)),
@@ -95,7 +110,7 @@ async def test_the_extension_against_a_real_daemon(tmp_path: Path) -> None:
             text=True,
             timeout=300,
         )
-        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+        assert run.returncode == 0, failures(run.stdout) + run.stderr[-3000:]
         assert "# fail 0" in run.stdout and "# skipped 0" in run.stdout, run.stdout[-3000:]
     finally:
         assert daemon.stop() == 0, daemon.log_text()
@@ -128,6 +143,9 @@ def test_the_vsix_is_built_and_its_manifest_is_right(tmp_path: Path) -> None:
     assert {"extension/dist/extension.cjs", "extension/package.json", "extension/readme.md"} <= names
     assert not any(n.startswith(("extension/node_modules/", "extension/src/")) for n in names)
     assert manifest["main"] == "./dist/extension.cjs"
+    # what an index shows: the icon, the licence, a version
+    assert manifest["icon"] == "media/icon.png" and "extension/media/icon.png" in names
+    assert manifest["license"] == "MIT" and manifest["version"]
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
     assert {
         "sessiond.fork",
@@ -135,7 +153,28 @@ def test_the_vsix_is_built_and_its_manifest_is_right(tmp_path: Path) -> None:
         "sessiond.compact",
         "sessiond.rewind",
         "sessiond.openViewer",
+        "sessiond.openEntry",
+        "sessiond.resume",
+        "sessiond.exportToPi",
+        "sessiond.search",
+        "sessiond.openUsage",
     } <= commands
+    # Restricted Mode: declared; what runs programs or writes is off; the program is user-only
+    untrusted = manifest["capabilities"]["untrustedWorkspaces"]
+    assert untrusted["supported"] == "limited" and untrusted["description"]
+    assert set(untrusted["restrictedConfigurations"]) == {
+        "sessiond.command",
+        "sessiond.store",
+        "sessiond.socket",
+    }
+    enablement = {c["command"]: c.get("enablement") for c in manifest["contributes"]["commands"]}
+    for guarded in ("resume", "exportToPi", "rewind", "fork", "label", "compact"):
+        assert enablement[f"sessiond.{guarded}"] == "isWorkspaceTrusted", guarded
+    assert enablement["sessiond.search"] is None and enablement["sessiond.openViewer"] is None
+    # the install instructions that work today, not the index that does not have sessiond
+    [welcome] = manifest["contributes"]["viewsWelcome"]
+    assert "pipx install ./sessiond" in welcome["contents"] and "scripts/build-wheel" in welcome["contents"]
+    assert "pipx install sessiond`" not in welcome["contents"]
     assert manifest["contributes"]["views"]["sessiond"][0]["id"] == "sessiond.sessions"
     assert manifest["contributes"]["configuration"]["properties"]["sessiond.command"]["default"] == [
         "sessiond",

@@ -4,8 +4,10 @@ The rules are the daemon's own (``sessiond.service.config``), restated here so t
 not import the daemon:
 
 * the store: ``$SESSIOND_HOME``, else ``$XDG_DATA_HOME/sessiond``, else ``~/.local/share/sessiond``;
-* its socket: ``$XDG_RUNTIME_DIR/sessiond/sessiond.sock`` for the default store when that runtime
-  directory exists, else ``<store>/run/sessiond.sock`` (two stores never share a socket);
+* its socket: ``$XDG_RUNTIME_DIR/sessiond/sessiond.sock`` for the per-user store
+  (``$XDG_DATA_HOME/sessiond``, else ``~/.local/share/sessiond``) when that runtime directory
+  exists, else — also for a store ``$SESSIOND_HOME`` names elsewhere — ``<store>/run/sessiond.sock``
+  (two stores never share a socket);
 * the TCP token: ``<store>/tcp.token``.
 
 A :class:`Connector` opens one transport :class:`~sessiond_client.client.Client`; the typed

@@ -42,7 +42,7 @@ class Methods:
         protocol version (:class:`~sessiond_client.errors.ProtocolVersionMismatch`).
 
         Args:
-            protocol_version: The protocol version the client speaks (1).
+            protocol_version: The protocol version the client speaks (1); a number, never a string.
             auth_token: Required on TCP: the content of the server's token file.
         """
         result: M.InitializeResult = await self._call("initialize", locals())
@@ -214,7 +214,9 @@ class Methods:
         return result
 
     @rpc("session/export")
-    async def session_export(self, session_id: str, *, leaf_id: str | None = None) -> M.ExportResult:
+    async def session_export(
+        self, session_id: str, *, leaf_id: str | None = None, again: bool = False
+    ) -> M.ExportResult:
         """``session/export``: Write the conversation any session's agent would resume with (its
         context at the leaf, or at `leafId`) as a new native Pi session in sessiond's store,
         whatever its format (Claude Code, Codex, OpenCode, Pi, sessiond). The source is only read.
@@ -222,6 +224,8 @@ class Methods:
 
         Args:
             leaf_id: Export the context at this entry instead of the current leaf.
+            again: Write another copy even when the store holds an export of this session at the
+            same leaf (otherwise that export is answered, `existing: true`).
         """
         result: M.ExportResult = await self._call("session/export", locals())
         return result
@@ -547,6 +551,59 @@ class Methods:
         result: M.RewindResult = await self._call("fileHistory/rewind", locals())
         return result
 
+    @rpc("search/query")
+    async def search_query(
+        self,
+        query: str,
+        *,
+        mode: Literal["words", "substring"] = "words",
+        agent: str | None = None,
+        root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        role: Literal[
+            "user",
+            "assistant",
+            "toolResult",
+            "bashExecution",
+            "custom",
+            "compactionSummary",
+            "branchSummary",
+            "session",
+        ]
+        | None = None,
+        session_id: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        rebuild: bool = False,
+        work_done_token: str | int | None = None,
+    ) -> M.SearchResult:
+        """``search/query``: Full-text search across every session of every root (words, phrases,
+        prefixes, exclusions; or a substring), ranked by bm25 with the newest first among equals. A
+        bad query is -32602 with `data.field` naming `query`.
+
+        Args:
+            query: Words mode: `word`, `"a phrase"`, `pref*`, `-excluded` (every term must match).
+            Substring mode: the whole query is one literal of at least 3 characters.
+            mode: `substring`: for code and identifiers.
+            agent: Only this agent's sessions: `pi`, `claude-code`, `codex`, `opencode` (or a root
+            name).
+            root: Only this root.
+            cwd: Only sessions of this directory (the project) or below it.
+            since: ISO 8601 date or date-time; a date alone is local midnight.
+            until: ISO 8601 date (the whole day included) or date-time.
+            role: Only texts of this role (`session`: titles and labels).
+            session_id: Only this session.
+            cursor: The `nextCursor` of the previous page.
+            rebuild: First throw the index away and build it again from the sessions (`sessiond
+            search --rebuild`); answered at once unless a `workDoneToken` makes it wait for the
+            build.
+            work_done_token: Report `$/progress` (begin/end) under this token.
+        """
+        result: M.SearchResult = await self._call("search/query", locals())
+        return result
+
     @rpc("stats/query")
     async def stats_query(
         self,
@@ -636,6 +693,7 @@ class BlockingMethods:
     file_history_list = Blocking(Methods.file_history_list)
     file_history_diff = Blocking(Methods.file_history_diff)
     file_history_rewind = Blocking(Methods.file_history_rewind)
+    search_query = Blocking(Methods.search_query)
     stats_query = Blocking(Methods.stats_query)
     stats_subscribe = Blocking(Methods.stats_subscribe)
     stats_unsubscribe = Blocking(Methods.stats_unsubscribe)
@@ -677,6 +735,7 @@ METHOD_NAMES: dict[str, str] = {
     "fileHistory/list": "file_history_list",
     "fileHistory/diff": "file_history_diff",
     "fileHistory/rewind": "file_history_rewind",
+    "search/query": "search_query",
     "stats/query": "stats_query",
     "stats/subscribe": "stats_subscribe",
     "stats/unsubscribe": "stats_unsubscribe",

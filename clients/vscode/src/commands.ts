@@ -3,14 +3,20 @@
 
 import type { SessiondClient, SessionSummary, TreeNode } from "@sessiond/client";
 import { SessiondError } from "@sessiond/client";
-import type { FileCheckpoint, RewindFile } from "@sessiond/client";
+import type { FileCheckpoint, FileDiff, RewindFile } from "@sessiond/client";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { isAbsolute, join } from "node:path";
 import type * as vscode from "vscode";
+import { agentOf, sessionTitle } from "./agents.js";
 import type { Vscode } from "./api.js";
+import type { Settings } from "./connection.js";
 import { reverseApply } from "./patch.js";
+import { call, MissingMethodError } from "./untyped.js";
 import type { Item, SessionsProvider } from "./sessions.js";
 import type { UsageStatus } from "./status.js";
+import type { ViewerPanel, ViewerTarget } from "./viewer.js";
 
 export const CHECKPOINT_SCHEME = "sessiond-checkpoint";
 
@@ -19,45 +25,19 @@ export function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export interface ViewerInfo {
-  url: string;
-  tokenPath: string;
-}
-
-export async function readViewerInfo(runDir: string): Promise<ViewerInfo | undefined> {
-  try {
-    const info = JSON.parse(await readFile(join(runDir, "ui.json"), "utf-8")) as Record<string, unknown>;
-    if (typeof info["url"] === "string" && typeof info["tokenPath"] === "string") {
-      return { url: info["url"], tokenPath: info["tokenPath"] };
-    }
-  } catch {
-    // no viewer (turned off, or an older daemon)
-  }
-  return undefined;
-}
-
-/** The HTML of the webview: the daemon's viewer in a frame (same origin as its WebSocket). */
-export function viewerHtml(frameUrl: string): string {
-  const origin = new URL(frameUrl).origin;
-  const src = frameUrl.replace(/"/g, "&quot;");
-  return `<!doctype html>
-<html><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; frame-src ${origin}; style-src 'unsafe-inline'">
-<style>html,body,iframe{margin:0;padding:0;border:0;width:100%;height:100%;overflow:hidden}</style>
-</head><body><iframe src="${src}" title="sessiond session viewer"></iframe></body></html>`;
-}
-
 export class Commands {
   /** Checkpoint contents for the diff editor, by URI query. */
   private readonly documents = new Map<string, string>();
-  private panel: vscode.WebviewPanel | undefined;
 
   constructor(
     private readonly vs: Vscode,
     private readonly client: () => SessiondClient | undefined,
     private readonly sessions: SessionsProvider,
     private readonly status: UsageStatus,
-    private readonly runDir: () => string,
+    readonly viewer: ViewerPanel,
+    /** The settings: the bridge's program (`sessiond connect`) also runs `sessiond export`. */
+    private readonly settings: () => Settings,
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
   /** Serves the checkpoint side of the rewind diffs. */
@@ -80,10 +60,12 @@ export class Commands {
           ? item.sessionId
           : this.status.sessionId;
     if (id !== undefined) return this.sessions.session(id) ?? (await this.lookup(id));
+    if (this.sessions.allSessions().length === 0) await this.sessions.getChildren();
     const picked = await this.vs.window.showQuickPick(
-      (await this.sessions.getChildren())
-        .filter((i): i is Extract<Item, { kind: "session" }> => i.kind === "session")
-        .map((i) => ({ label: i.session.title || i.session.firstMessage, description: i.session.cwd, session: i.session })),
+      this.sessions
+        .allSessions()
+        .map((session) => ({ kind: "session" as const, session }))
+        .map((i) => ({ label: sessionTitle(i.session), description: `${agentOf(i.session).label} · ${i.session.cwd}`, session: i.session })),
       { placeHolder: "Which session?" },
     );
     return picked?.session;
@@ -117,7 +99,7 @@ export class Commands {
   async select(item?: Item): Promise<void> {
     await this.run("showing usage", async () => {
       const session = await this.sessionOf(item);
-      if (session) await this.status.follow(this.need(), session.sessionId, session.title || session.firstMessage);
+      if (session) await this.status.follow(this.need(), session.sessionId, sessionTitle(session));
     });
   }
 
@@ -246,62 +228,175 @@ export class Commands {
   }
 
   private async showDiff(client: SessiondClient, session: SessionSummary, messageId: string, file: RewindFile) {
+    const what = `${file.action}${file.status === "conflict" ? ", conflict" : ""}`;
+    await this.diffEditor(client, session.sessionId, session.cwd, messageId, file.path, file.to.kind === "missing", what, false);
+  }
+
+  /**
+   * VS Code's diff editor on one tracked file: as it was at the prompt's checkpoint (rebuilt
+   * from `fileHistory/diff`, checkpoint → now, applied backwards) on the left, the file now on
+   * the right.
+   */
+  private async diffEditor(
+    client: SessiondClient,
+    sessionId: string,
+    cwd: string,
+    messageId: string,
+    file: string,
+    missingThen: boolean,
+    what: string,
+    preview: boolean,
+  ): Promise<void> {
     const vs = this.vs;
-    const path = isAbsolute(file.path) ? file.path : join(session.cwd, file.path);
+    const path = isAbsolute(file) ? file : join(cwd, file);
     let now = "";
     try {
       now = await readFile(path, "utf-8");
     } catch {
       // missing now: the checkpoint side is all there is
     }
-    const diff = await client.fileHistory.diff({ sessionId: session.sessionId, messageId, path: file.path });
-    const entry = (diff.files as unknown as { diff?: string | null; binary?: boolean }[])[0];
+    const diff = await client.fileHistory.diff({ sessionId, messageId, path: file });
+    const entry = (diff.files as unknown as FileDiff[])[0];
     let before: string;
-    if (file.to.kind === "missing") before = "";
+    if (missingThen || entry?.from?.kind === "missing") before = "";
     else if (entry?.diff) before = reverseApply(now, entry.diff);
     else if (entry?.binary) before = "(binary file: not shown)";
     else before = now;
-    const key = `${session.sessionId}/${messageId}/${file.path}`;
+    const key = `${sessionId}/${messageId}/${file}`;
     this.documents.set(key, before);
-    const left = vs.Uri.from({ scheme: CHECKPOINT_SCHEME, path: `/${file.path}`, query: key });
+    const left = vs.Uri.from({ scheme: CHECKPOINT_SCHEME, path: `/${file}`, query: key });
     const right = vs.Uri.file(path);
-    await vs.commands.executeCommand(
-      "vscode.diff",
-      left,
-      right,
-      `${file.path}: at the checkpoint ↔ now (${file.action}${file.status === "conflict" ? ", conflict" : ""})`,
-      { preview: false },
-    );
+    await vs.commands.executeCommand("vscode.diff", left, right, `${file}: at the checkpoint ↔ now (${what})`, { preview });
+  }
+
+  /**
+   * A click in the Sessions view: an entry opens the viewer at it; a file under a prompt opens
+   * the diff editor on it (as at that prompt ↔ now).
+   */
+  async openEntry(item?: Item): Promise<void> {
+    await this.run("opening the entry", async () => {
+      if (item?.kind === "file") {
+        const session = await this.sessionOf(item);
+        if (!session) return;
+        const what = item.file.changed === null ? "cannot be read now" : `+${item.file.added} −${item.file.removed}`;
+        await this.diffEditor(this.need(), item.sessionId, session.cwd, item.messageId, item.file.path, false, what, true);
+        return;
+      }
+      if (item?.kind === "entry") {
+        await this.viewer.open({ session: item.sessionId, entry: item.node.id });
+        return;
+      }
+      await this.openViewer(item);
+    });
+  }
+
+  /**
+   * Resume in terminal: the session's own agent's resume command (`claude --resume ID`, `codex
+   * resume ID`, `pi --session FILE`…), typed into a new terminal in the session's cwd.
+   */
+  async resume(item?: Item): Promise<vscode.Terminal | undefined> {
+    return this.run("resume", async () => {
+      const session = await this.sessionOf(item);
+      if (!session) return undefined;
+      const agent = agentOf(session);
+      const command = agent.resume(session);
+      if (command === null) {
+        void this.vs.window.showInformationMessage(`${agent.label} sessions cannot be resumed from here.`);
+        return undefined;
+      }
+      const cwd = session.cwd && existsSync(session.cwd) ? session.cwd : undefined;
+      const terminal = this.vs.window.createTerminal({
+        name: `${agent.label}: ${sessionTitle(session)}`.slice(0, 60),
+        ...(cwd ? { cwd } : {}),
+      });
+      terminal.show();
+      terminal.sendText(command, true);
+      if (cwd === undefined && session.cwd) {
+        void this.vs.window.showWarningMessage(`The session's folder ${session.cwd} is gone: resuming in the default folder.`);
+      }
+      return terminal;
+    });
+  }
+
+  /**
+   * Export to Pi: the daemon's `session/export` (what `sessiond export ID` does: a new native Pi
+   * session in the store, the source only read), or, on a daemon without it, `sessiond export`
+   * run with the bridge's program; the new session is offered in the viewer.
+   */
+  async exportToPi(item?: Item): Promise<string | undefined> {
+    return this.run("export", async () => {
+      const session = await this.sessionOf(item);
+      if (!session) return undefined;
+      const client = this.need();
+      const result = await this.vs.window.withProgress(
+        { location: this.vs.ProgressLocation.Notification, title: "Exporting to Pi…", cancellable: false },
+        async () => {
+          try {
+            return await call<Record<string, unknown>>(client, "session/export", { sessionId: session.sessionId });
+          } catch (err) {
+            if (!(err instanceof MissingMethodError)) throw err;
+            // a daemon older than session/export: the CLI does the same in its own process
+            const settings = this.settings();
+            const [program, ...rest] = settings.command;
+            // the bridge's argv ends in "connect"; what precedes it runs sessiond (python -m sessiond)
+            const prefix = rest.at(-1) === "connect" ? rest.slice(0, -1) : [];
+            const store = settings.store ? ["--store", settings.store] : [];
+            return runJson(program!, [...prefix, "export", "--json", ...store, session.sessionId], this.env);
+          }
+        },
+      );
+      const id = typeof result["sessionId"] === "string" ? result["sessionId"] : undefined;
+      this.sessions.refresh();
+      const choice = await this.vs.window.showInformationMessage(
+        `Exported to Pi: ${id ?? "a new session"}${typeof result["path"] === "string" ? ` (${result["path"]})` : ""}.`,
+        "Open in Viewer",
+      );
+      if (choice === "Open in Viewer" && id) await this.openViewer(id);
+      return id;
+    });
   }
 
   /** The daemon's viewer in a webview panel (the same page `sessiond ui` opens). */
-  async openViewer(sessionOrItem?: string | Item): Promise<void> {
+  async openViewer(sessionOrItem?: string | Item | ViewerTarget): Promise<void> {
     await this.run("opening the viewer", async () => {
-      const sessionId =
-        typeof sessionOrItem === "string"
-          ? sessionOrItem
-          : sessionOrItem?.kind === "session"
-            ? sessionOrItem.session.sessionId
-            : (this.status.sessionId ?? undefined);
-      const info = await readViewerInfo(this.runDir());
-      if (info === undefined) {
-        throw new Error(
-          "the daemon serves no viewer (it was started with --ui off or [ui] enabled = false, or it is older); restart it with the viewer on",
-        );
-      }
-      const token = (await readFile(info.tokenPath, "utf-8")).trim();
-      const external = await this.vs.env.asExternalUri(this.vs.Uri.parse(info.url));
-      const fragment = new URLSearchParams({ token, ...(sessionId ? { session: sessionId } : {}) });
-      const frame = `${external.toString(true)}#${fragment.toString()}`;
-      if (this.panel === undefined) {
-        this.panel = this.vs.window.createWebviewPanel("sessiond.viewer", "Sessions", this.vs.ViewColumn.Active, {
-          enableScripts: true,
-          retainContextWhenHidden: true,
-        });
-        this.panel.onDidDispose(() => (this.panel = undefined));
-      }
-      this.panel.webview.html = viewerHtml(frame);
-      this.panel.reveal();
+      let target: ViewerTarget;
+      if (typeof sessionOrItem === "string") target = { session: sessionOrItem };
+      else if (sessionOrItem === undefined) target = this.status.sessionId ? { session: this.status.sessionId } : {};
+      else if ("kind" in sessionOrItem) {
+        const item = sessionOrItem;
+        target =
+          item.kind === "session"
+            ? { session: item.session.sessionId }
+            : item.kind === "entry"
+              ? { session: item.sessionId, entry: item.node.id }
+              : item.kind === "branch" || item.kind === "file"
+                ? { session: item.sessionId }
+                : {};
+      } else target = sessionOrItem;
+      await this.viewer.open(target);
     });
   }
+}
+
+/** Runs a sessiond subcommand with `--json` and returns its JSON output (its stderr on failure). */
+export function runJson(program: string, args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf-8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf-8").on("data", (d: string) => (err += d));
+    child.on("error", (e) => reject(e));
+    child.on("close", (code) => {
+      if (code !== 0) {
+        reject(new Error(err.trim().split("\n").slice(-3).join(" ") || `${program} ${args.join(" ")} exited with ${code}`));
+        return;
+      }
+      try {
+        resolve(JSON.parse(out) as Record<string, unknown>);
+      } catch {
+        reject(new Error(`${program} ${args.join(" ")} printed no JSON: ${out.slice(0, 200)}`));
+      }
+    });
+  });
 }

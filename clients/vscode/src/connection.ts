@@ -21,8 +21,9 @@ export function explain(err: unknown, command: string[]): Error {
   const code = (error.data as Record<string, unknown> | undefined)?.["errorCode"];
   if (code === "ENOENT") {
     return new NotInstalledError(
-      `sessiond is not installed (\`${command[0]}\` was not found). Install it with \`pipx install sessiond\` ` +
-        `(or pip), or set "sessiond.command" to where it is.`,
+      `sessiond is not installed (\`${command[0]}\` was not found). It is not on a package index yet: ` +
+        `install it from a clone with \`pipx install ./sessiond\` (or a wheel built by \`scripts/build-wheel\`: ` +
+        `\`pipx install dist/sessiond-*.whl\`), or set "sessiond.command" to where it is.`,
     );
   }
   return new Error(`Cannot reach sessiond through \`${command.join(" ")}\`: ${error.message}`);

@@ -67,16 +67,54 @@ export interface StatusItem {
   shown: boolean;
 }
 
+export interface Panel {
+  html: string;
+  /** What the extension posted to the page. */
+  posted: Record<string, unknown>[];
+  /** Delivers a message as the page would post it. */
+  receive(message: unknown): void;
+  options: Record<string, unknown>;
+}
+
+export interface Terminal {
+  name: string;
+  cwd?: string;
+  sent: string[];
+  shown: boolean;
+}
+
+export interface QuickPick {
+  value: string;
+  items: Record<string, unknown>[];
+  title?: string;
+  busy: boolean;
+  placeholder?: string;
+  selectedItems: Record<string, unknown>[];
+  shown: boolean;
+  /** Types into it, as a person would (fires onDidChangeValue). */
+  type(value: string): void;
+  accept(item: Record<string, unknown>): void;
+  /** Presses the item's first button. */
+  pressButton(item: Record<string, unknown>): void;
+  hide(): void;
+}
+
 export interface Recorded {
   messages: { kind: "info" | "warning" | "error"; text: string; items: string[] }[];
   executed: { command: string; args: unknown[] }[];
-  panels: { html: string }[];
+  panels: Panel[];
+  /** Every status-bar item, in creation order (0: the context gauge, 1: today's cost). */
+  statusItems: StatusItem[];
   status: StatusItem;
   quickPicks: unknown[][];
+  liveQuickPicks: QuickPick[];
+  terminals: Terminal[];
 }
 
 export interface MockOptions {
   settings: Record<string, unknown>;
+  /** The workspace's folders (paths). */
+  folders?: string[];
   /** Replies, by kind, taken in order: quick picks choose with a predicate over the items. */
   replies?: {
     quickPick?: ((item: Record<string, unknown>) => boolean)[];
@@ -91,8 +129,11 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
     messages: [],
     executed: [],
     panels: [],
+    statusItems: [],
     status: { text: "", shown: false },
     quickPicks: [],
+    liveQuickPicks: [],
+    terminals: [],
   };
   const replies = { quickPick: [...(options.replies?.quickPick ?? [])], inputBox: [...(options.replies?.inputBox ?? [])], buttons: [...(options.replies?.buttons ?? [])] };
   const commands = new Map<string, (...a: unknown[]) => unknown>();
@@ -118,7 +159,12 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
     },
     window: {
       createStatusBarItem: () => {
-        const item = recorded.status as StatusItem & { show(): void; hide(): void; dispose(): void };
+        const item = (recorded.statusItems.length === 0 ? recorded.status : { text: "", shown: false }) as StatusItem & {
+          show(): void;
+          hide(): void;
+          dispose(): void;
+        };
+        recorded.statusItems.push(item);
         item.show = () => void (item.shown = true);
         item.hide = () => void (item.shown = false);
         item.dispose = () => undefined;
@@ -137,8 +183,10 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
       showErrorMessage: message("error"),
       withProgress: async (_options: unknown, task: (progress: unknown) => Promise<unknown>) =>
         task({ report: () => undefined }),
-      createWebviewPanel: () => {
-        const panel = { html: "" };
+      createWebviewPanel: (_type: string, _title: string, _column: unknown, panelOptions: Record<string, unknown>) => {
+        const listeners: ((m: unknown) => void)[] = [];
+        const disposed: (() => void)[] = [];
+        const panel: Panel = { html: "", posted: [], receive: (m) => listeners.forEach((l) => l(m)), options: panelOptions };
         recorded.panels.push(panel);
         return {
           webview: {
@@ -148,11 +196,72 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
             get html() {
               return panel.html;
             },
+            cspSource: "https://webview.test",
+            asWebviewUri: (uri: Uri) => ({ toString: () => `https://webview.test${uri.path}` }),
+            onDidReceiveMessage: (listener: (m: unknown) => void) => {
+              listeners.push(listener);
+              return { dispose: () => undefined };
+            },
+            postMessage: async (message: Record<string, unknown>) => {
+              panel.posted.push(message);
+              return true;
+            },
           },
           reveal: () => undefined,
-          onDidDispose: () => ({ dispose: () => undefined }),
+          onDidDispose: (listener: () => void) => {
+            disposed.push(listener);
+            return { dispose: () => undefined };
+          },
+          dispose: () => disposed.forEach((l) => l()),
+        };
+      },
+      createTerminal: (terminalOptions: { name: string; cwd?: string }) => {
+        const terminal: Terminal = { name: terminalOptions.name, sent: [], shown: false, ...(terminalOptions.cwd ? { cwd: terminalOptions.cwd } : {}) };
+        recorded.terminals.push(terminal);
+        return {
+          show: () => void (terminal.shown = true),
+          sendText: (text: string) => void terminal.sent.push(text),
           dispose: () => undefined,
         };
+      },
+      createQuickPick: () => {
+        const change = new EventEmitter<string>();
+        const accept = new EventEmitter<void>();
+        const hidden = new EventEmitter<void>();
+        const button = new EventEmitter<{ item: Record<string, unknown>; button: unknown }>();
+        const pick: QuickPick & Record<string, unknown> = {
+          value: "",
+          items: [],
+          busy: false,
+          selectedItems: [],
+          shown: false,
+          type(value: string) {
+            pick.value = value;
+            change.fire(value);
+          },
+          accept(item: Record<string, unknown>) {
+            pick.selectedItems = [item];
+            accept.fire();
+          },
+          hide() {
+            if (!pick.shown) return;
+            pick.shown = false;
+            hidden.fire();
+          },
+          show() {
+            pick.shown = true;
+          },
+          dispose: () => undefined,
+          onDidChangeValue: change.event,
+          onDidAccept: accept.event,
+          onDidHide: hidden.event,
+          onDidTriggerItemButton: button.event,
+          pressButton(item: Record<string, unknown>) {
+            button.fire({ item, button: (item["buttons"] as unknown[] | undefined)?.[0] });
+          },
+        };
+        recorded.liveQuickPicks.push(pick);
+        return pick;
       },
     },
     commands: {
@@ -166,6 +275,9 @@ export function createVscode(options: MockOptions): { vscode: Vscode; recorded: 
       },
     },
     workspace: {
+      isTrusted: true,
+      workspaceFolders: (options.folders ?? []).map((path, index) => ({ uri: Uri.file(path), name: path.split("/").pop(), index })),
+      onDidChangeConfiguration: () => ({ dispose: () => undefined }),
       getConfiguration: () => ({ get: (key: string) => options.settings[key] }),
       registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
         providers.set(scheme, provider);

@@ -68,6 +68,8 @@ from .lifecycle import (
     NotificationOptions,
     ServerInfo,
 )
+from .search import METHODS as _SEARCH
+from .search import SearchHit, SearchParams, SearchProgress, SearchResult
 from .sessions import (
     MAX_ENTRIES_PER_APPEND,
     AppendEnvelope,
@@ -122,6 +124,7 @@ METHODS: dict[str, MethodSpec] = {
     **_CONTEXT,
     **_COMPACTION,
     **_FILE_HISTORY,
+    **_SEARCH,
     **_STATS,
 }
 """Every method by name, in the SPEC's order."""
@@ -184,6 +187,10 @@ __all__ = [
     "RewindParams",
     "RewindResult",
     "RunParams",
+    "SearchHit",
+    "SearchParams",
+    "SearchProgress",
+    "SearchResult",
     "ServerInfo",
     "SessionRef",
     "SetNameParams",

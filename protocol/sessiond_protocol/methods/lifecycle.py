@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from ..errors import ErrorCode as C
 from ..models import Open, Params, Result
@@ -27,7 +27,9 @@ class ClientCapabilities(Params):
 
 
 class InitializeParams(Params):
-    protocolVersion: int = Field(ge=1, description="The protocol version the client speaks (1).")
+    protocolVersion: StrictInt = Field(
+        ge=1, description="The protocol version the client speaks (1); a number, never a string."
+    )
     clientInfo: ClientInfo | None = None
     capabilities: ClientCapabilities | None = None
     authToken: str | None = Field(

@@ -16,6 +16,7 @@ from ..models import (
     EntrySpec,
     Open,
     Params,
+    PathText,
     Result,
     SessionId,
     SessionSummary,
@@ -25,9 +26,9 @@ from .base import EXAMPLE_SESSION_ID, SESSION_ERRORS, WRITE_ERRORS, EmptyResult,
 
 
 class NewParams(Params):
-    cwd: str = Field(min_length=1, description="Absolute working directory of the session.")
+    cwd: PathText = Field(min_length=1, description="Absolute working directory of the session.")
     sessionId: SessionId | None = Field(None, description="A custom id (Pi's rule); default a UUIDv7.")
-    parentSession: str | None = Field(
+    parentSession: PathText | None = Field(
         None, description="Path of the session this one continues (header field)."
     )
     subscribe: bool = Field(False, description="Also subscribe this connection to the session's updates.")
@@ -56,10 +57,18 @@ class LoadResult(Result):
     format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
     root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
     readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
+    messageCount: int | None = Field(
+        None, description="The session's `messageCount` in `session/list` (the same number, by definition)."
+    )
+    firstMessage: str | None = Field(
+        None,
+        description="The session's `firstMessage` in `session/list`: the first prompt a person typed, "
+        "injected context skipped. A session's title is `name`, else this (as in the list).",
+    )
 
 
 class ListParams(WorkDone):
-    cwd: str | None = Field(None, description="Only the sessions of this working directory.")
+    cwd: PathText | None = Field(None, description="Only the sessions of this working directory.")
     root: Literal["sessiond", "pi", "claude", "codex", "opencode"] | None = Field(
         None, description="Only this root."
     )
@@ -194,6 +203,11 @@ class ExportParams(SessionRef):
     leafId: EntryId | None = Field(
         None, description="Export the context at this entry instead of the current leaf."
     )
+    again: bool = Field(
+        False,
+        description="Write another copy even when the store holds an export of this session at "
+        "the same leaf (otherwise that export is answered, `existing: true`).",
+    )
 
 
 class ExportResult(Result):
@@ -202,6 +216,9 @@ class ExportResult(Result):
     cwd: str
     entryCount: int = Field(description="Entries written (the export marker included).")
     source: dict[str, Any] = Field(description="Where it came from: {sessionId, root, format, path, leafId}.")
+    existing: bool = Field(
+        False, description="An earlier export of the same session at the same leaf, not a new copy."
+    )
 
 
 class ConfigureParams(SessionRef):

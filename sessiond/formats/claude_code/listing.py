@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from ...model.titles import prompt_title
 from .graph import graph_of
 from .records import ASSISTANT, USER, ClaudeTranscript, is_tool_result_user, prompt_text
 
@@ -36,8 +37,8 @@ def listing_fields(t: ClaudeTranscript) -> dict[str, Any]:
             if e.get("isMeta") is True or e.get("isCompactSummary") is True:
                 continue
             text = prompt_text(e)
-            if text is not None and text.strip() and not text.lstrip().startswith(_NOT_PROMPTS):
-                first = text.strip()
+            if text is not None and not text.lstrip().startswith(_NOT_PROMPTS):
+                first = prompt_title(text)
     return {
         "created_ms": None if created == math.inf else created,
         "modified_ms": None if modified == -math.inf else modified,

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ...model.js import date_ms
+from ...model.titles import prompt_title
 from . import items as I
 from .records import EVENT_MSG, RESPONSE_ITEM, Rollout
 
@@ -43,18 +44,19 @@ def _ms(value: Any) -> float | None:
 
 
 def first_prompt(rollout: Rollout) -> str | None:
-    """The first thing the user typed."""
+    """The first thing the user typed, injected context and prompt-template wrappers left out
+    (:func:`~sessiond.model.titles.prompt_title`)."""
     fallback: str | None = None
     for record in rollout.records:
         payload = record.payload
         if record.type == EVENT_MSG and payload.get("type") == "user_message":
             text = payload.get("message")
-            if type(text) is str and text.strip() and not I.is_contextual_text(text):
-                return text.strip()
+            if type(text) is str and not I.is_contextual_text(text):
+                title = prompt_title(text)
+                if title:
+                    return title
         elif fallback is None and record.type == RESPONSE_ITEM and I.is_user_turn(payload):
-            text = I.user_text(payload).strip()
-            if text:
-                fallback = text
+            fallback = prompt_title(I.user_text(payload))
     return fallback
 
 

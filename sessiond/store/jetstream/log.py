@@ -30,7 +30,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 
 from ...errors import BatchTooLargeError, ClusterUnavailableError
-from ..remote import RemoteMoved
+from ..remote import RemoteMoved, write_arrival
 from .link import Link
 from .replica import write_mark
 
@@ -88,7 +88,15 @@ class JetStreamLog:
         if len(data) > limit:
             raise BatchTooLargeError(self.session_id, len(data), limit)
         wait = link.settings.ack_wait
-        deadline = time.monotonic() + wait
+        arrived = write_arrival()
+        asked = time.monotonic() if arrived is None else arrived
+        deadline = asked + wait  # per request: the time queued behind earlier writes counts
+        if time.monotonic() >= deadline:
+            raise ClusterUnavailableError(
+                self.session_id,
+                f"the write waited {time.monotonic() - asked:.1f} s behind this session's earlier "
+                f"writes, past ack_wait ({wait:g} s); it was not sent",
+            )
         maybe_stored = False
         while True:
             remaining = max(deadline - time.monotonic(), 0.05)

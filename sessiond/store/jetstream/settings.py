@@ -17,7 +17,10 @@ class JetStreamSettings:
     """File-history blobs (backed-up file contents), one object per content hash."""
     replicas: int = 3
     """Copies of every entry (and of the metadata); an append is acknowledged once a majority has it."""
-    ack_wait: float = 5.0
-    """Seconds an append waits for the cluster (covering a leader election) before it is refused."""
+    ack_wait: float = 15.0
+    """Seconds a write may wait for the cluster, counted from its request (the time queued behind
+    the session's earlier writes included), before it is refused. Above a leader election: one
+    took 4.7-7.9 s on a loaded 3-node loopback cluster (issue 24), which refused 1-3 appends
+    per election with the old default of 5 s."""
     connect_timeout: float = 5.0
     """Seconds the daemon waits for the cluster when it starts."""

@@ -107,6 +107,15 @@ async def _list(w: World) -> Any:
     return result
 
 
+@scenario("search/query")
+async def _search(w: World) -> Any:
+    sid, prompt, _ = await w.chat(cwd="/work/searched")
+    result = await w.client.search_query("tests", cwd="/work/searched", role="user", work_done_token="s-1")
+    assert [(h.sessionId, h.entryId) for h in result.hits] == [(sid, prompt)] and result.total == 1
+    assert "\x02tests\x03" in result.hits[0].snippet.lower() and result.hits[0].onBranch
+    return result
+
+
 async def _subscribed_then(w: World, leave: Callable[[str], Awaitable[Any]]) -> Any:
     """A subscribed session that ``leave`` ends: the client forgets the subscription."""
     sid, _, _ = await w.chat()

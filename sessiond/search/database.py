@@ -1,0 +1,157 @@
+"""The search index's SQLite file: where it lives, its schema and version, its modes.
+
+One file, ``<store root>/search/index.sqlite3`` (the directory 0700, the file 0600: it holds
+copies of people's conversations, as the store does; SQLite gives its ``-wal`` and ``-shm``
+files the database's mode), in WAL mode so queries read while the writer thread writes.
+
+Tables: ``files`` (one row per indexed session file: root, agent, session id, cwd, title, leaf,
+and the file's inode, size, mtime and a CRC-32 of its last 4 KiB when it was read, which is how
+a restart knows what did not change), ``docs`` (one row per searchable text of an entry: the
+text itself, stored once),
+``nodes`` (every entry's parent, for "on the current branch"), and two FTS5 indexes over
+``docs.text``, external-content tables :mod:`.index` keeps in step with ``docs`` in bulk (one
+``INSERT … SELECT`` per batch: row triggers made a build four times slower): ``words``
+(unicode61, accents removed; no prefix indexes: they made it 2.5 times bigger and its build
+twice as slow for prefix queries that take 1-2 ms without them) and ``grams``
+(trigram, ``detail=none``: substring mode asks it with LIKE, which needs no positions, at a
+fraction of the size).
+
+A file SQLite cannot read, or one written by another schema version, is moved aside and built
+again, with one log line saying why: the index is a cache of the sessions, never a source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Final
+
+log = logging.getLogger("sessiond.search")
+
+SCHEMA_VERSION: Final = 3
+"""``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
+APPLICATION_ID: Final = 0x53534458
+"""``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
+FILE_NAME: Final = "index.sqlite3"
+
+_SCHEMA: Final = """
+CREATE TABLE files(
+    fid INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    title TEXT NOT NULL,
+    leaf TEXT,
+    ino INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    mtime INTEGER NOT NULL,
+    tail INTEGER NOT NULL
+);
+CREATE INDEX files_session ON files(session_id);
+CREATE TABLE docs(
+    id INTEGER PRIMARY KEY,
+    fid INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX docs_entry ON docs(fid, entry_id);
+CREATE TABLE nodes(
+    fid INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    parent_id TEXT,
+    PRIMARY KEY(fid, entry_id)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE words USING fts5(
+    text, content='docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE grams USING fts5(
+    text, content='docs', content_rowid='id', tokenize='trigram', detail='none'
+);
+"""
+
+
+class IndexUnusable(Exception):
+    """The file is not an index this code can use (corrupt, foreign, another version)."""
+
+
+def _private_file(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """A connection in the index's settings (autocommit off: the caller commits batches)."""
+    if readonly:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+    else:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA busy_timeout = 5000")
+    if not readonly:
+        # Takes effect on a new, empty file only (before WAL mode writes its first page): pages
+        # the build's merged-away FTS5 segments held are then given back (incremental_vacuum).
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA cache_size = -16000")
+    return db
+
+
+def _check(db: sqlite3.Connection) -> None:
+    """Raise :class:`IndexUnusable` unless ``db`` is an index of :data:`SCHEMA_VERSION`."""
+    try:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise IndexUnusable(f"SQLite cannot read it ({exc})") from None
+    if app != APPLICATION_ID:
+        raise IndexUnusable("it is not a sessiond search index")
+    if version != SCHEMA_VERSION:
+        raise IndexUnusable(f"it has schema version {version}, this sessiond writes {SCHEMA_VERSION}")
+    if not {"files", "docs", "nodes", "words", "grams"} <= tables:
+        raise IndexUnusable("tables are missing")
+
+
+def discard(path: Path) -> None:
+    """Remove the index file and SQLite's companions (a rebuild starts from nothing)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+
+
+def open_index(path: Path) -> sqlite3.Connection:
+    """The index at ``path``, created if missing, rebuilt (with a log line) if unusable."""
+    existed = path.exists() and path.stat().st_size > 0
+    _private_file(path)
+    db: sqlite3.Connection | None = None
+    if existed:
+        try:
+            db = connect(path)
+            _check(db)
+            return db
+        except (IndexUnusable, sqlite3.DatabaseError) as exc:
+            if db is not None:
+                db.close()
+            log.warning("search index %s is unusable (%s): rebuilding it from the sessions", path, exc)
+            discard(path)
+            _private_file(path)
+    db = connect(path)
+    try:
+        db.executescript(_SCHEMA)
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    return db

@@ -1,0 +1,486 @@
+"""The search engine the service runs: one writer thread fed by a queue, queries beside it.
+
+The service's append and follow events call :meth:`SearchEngine.appended`,
+:meth:`SearchEngine.changed` and :meth:`SearchEngine.removed` on the event loop; each puts one
+item on a queue (about a microsecond) and returns, so indexing never delays an append. The
+writer thread takes what accumulated (waiting :data:`BATCH_WAIT_S` for more), writes it in one
+transaction, and between batches works through the first build — the files whose inode, size
+or mtime differ from what the index recorded, oldest first, so the newest sessions get the
+highest row ids (queries rank the newest :data:`~.index.MATCH_CAP` matches) — reporting
+``(done, total)`` as it goes. A restart thus reads only files that changed while the daemon
+was away. With ``[watch] enabled = false`` nothing reports changes, so each query first has
+the writer look at every file's signature (:meth:`SearchEngine.query` with ``sync=True``).
+
+Queries run in the caller's thread on their own read connection (WAL: they never wait for the
+writer) after a barrier that lets the writer finish what was queued before them: a line
+appended before a query is found by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from ..errors import InvalidArgumentError
+from . import index as ix
+from .database import FILE_NAME, connect, discard, open_index
+from .index import FileMeta, Filters, Page, Signature
+
+log = logging.getLogger("sessiond.search")
+
+BATCH_WAIT_S: Final = 0.02
+"""How long the writer waits for more events before writing a batch."""
+TAIL_BYTES: Final = 4096
+BUILD_SLICE_S: Final = 0.25
+"""Seconds of first-build work between two looks at the queue (events and queries go first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A session file a root holds: where, which root, which agent wrote it."""
+
+    path: str
+    root: str
+    agent: str
+
+
+class OpenedSession(Protocol):
+    """What indexing reads of a session (any ``ReadableSession`` is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def leaf_id(self) -> Any: ...
+
+    def entries(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class SessionSource(Protocol):
+    """What the engine needs of the daemon's roots (the service implements it)."""
+
+    def files(self) -> Iterable[SourceFile]:
+        """Every session file of every root, as it is now."""
+        ...
+
+    def classify(self, path: str) -> SourceFile | None:
+        """The root and agent of a changed path, or ``None`` when it is not a session file."""
+        ...
+
+    def open(self, file: SourceFile) -> OpenedSession:
+        """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``)."""
+        ...
+
+
+@dataclass(slots=True)
+class _Append:
+    path: str
+    entries: list[Any]
+    leaf: str | None
+    name: str | None
+    expected_size: int | None
+
+
+@dataclass(slots=True)
+class _Barrier:
+    done: threading.Event
+    sync: bool
+
+
+def index_path(store_root: Path) -> Path:
+    """Where a store's search index lives: ``<store root>/search/index.sqlite3``."""
+    return store_root / "search" / FILE_NAME
+
+
+def stat_signature(path: str) -> Signature | None:
+    """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_size > TAIL_BYTES:
+                f.seek(st.st_size - TAIL_BYTES)
+            tail = zlib.crc32(f.read(TAIL_BYTES))
+    except OSError:
+        return None
+    return Signature(st.st_ino, st.st_size, st.st_mtime_ns, tail)
+
+
+class SearchEngine:
+    def __init__(
+        self,
+        path: Path,
+        source: SessionSource,
+        *,
+        exclude: tuple[str, ...] = (),
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.source = source
+        self.exclude = tuple(os.path.expanduser(p) for p in exclude)
+        self.on_progress = on_progress
+        """Called from the writer thread as the first build advances (done, total)."""
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._db: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._reader_lock = threading.Lock()
+        self._branches: dict[tuple[Any, ...], set[str]] = {}
+        self._pending: list[SourceFile] = []
+        self._building = False
+        self.progress: tuple[int, int] | None = None
+        """``(done, total)`` while a build runs, else ``None``."""
+        self.ready = threading.Event()
+        """Set once the index file is open and the first look at the files is done (the build
+        they need may still be running: :attr:`progress`)."""
+        self._stopped = False
+        self._submitted = 0
+        """Events queued (by the event loop's thread)..."""
+        self._applied = 0
+        """...and applied and committed by the writer: when equal, a query need not wait for it."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Open the index and start the writer thread, which begins with a full look (the build)."""
+        self._thread = threading.Thread(target=self._run, name="sessiond-search", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=30)
+            self._thread = None
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+    def rebuild(self) -> None:
+        """Throw the index away and build it again (``sessiond search --rebuild``)."""
+        self._submitted += 1
+        self._queue.put("rebuild")
+
+    # ------------------------------------------------------------------ events (event loop)
+
+    def appended(
+        self, path: str, entries: list[Any], leaf: Any, name: str | None, expected_size: int | None
+    ) -> None:
+        """Entries were appended to ``path`` (by this daemon, or read from another writer)."""
+        self._submitted += 1
+        self._queue.put(_Append(path, entries, leaf if type(leaf) is str else None, name, expected_size))
+
+    def changed(self, path: str) -> None:
+        """``path`` may have changed in any way (grown, rewritten, created, deleted)."""
+        self._submitted += 1
+        self._queue.put(path)
+
+    def removed(self, path: str) -> None:
+        self._submitted += 1
+        self._queue.put(path)
+
+    # ------------------------------------------------------------------ queries (any thread)
+
+    def flush(self, *, sync: bool = False, timeout: float = 30.0) -> None:
+        """Wait until the writer applied what was queued before (and, with ``sync``, looked at
+        every file's signature)."""
+        if self._thread is None or (not sync and self._applied >= self._submitted and self.ready.is_set()):
+            return  # nothing queued is still unwritten: no round trip through the writer thread
+        done = threading.Event()
+        self._queue.put(_Barrier(done, sync))
+        done.wait(timeout)
+
+    def search(
+        self,
+        *,
+        match: str | None,
+        needle: str | None,
+        filters: Filters,
+        offset: int,
+        limit: int,
+        sync: bool = False,
+    ) -> Page:
+        self.flush(sync=sync)
+        self.ready.wait(30)
+        with self._reader_lock:
+            if self._reader is None:
+                self._reader = connect(self.path)
+            try:
+                return ix.search(
+                    self._reader,
+                    match=match,
+                    needle=needle,
+                    filters=filters,
+                    offset=offset,
+                    limit=limit,
+                    branch_cache=self._branches,
+                )
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("fts5:"):
+                    # query.py quotes every term, so this is not expected; still the client's query
+                    raise InvalidArgumentError(f"the query cannot be run ({exc})", field="query") from None
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                log.warning("search index %s failed a query (%s): rebuilding it", self.path, exc)
+                self._reader.close()
+                self._reader = None
+                self._queue.put("rebuild")
+                return Page()
+
+    # ------------------------------------------------------------------ the writer thread
+
+    def _run(self) -> None:
+        try:
+            self._open()
+            self._look()
+            self.ready.set()  # from here a query knows what the first build has left (progress)
+            while not self._stopped:
+                self._step()
+        except Exception:  # the daemon goes on without search rather than dying with it
+            log.exception("search index writer stopped")
+        finally:
+            self.ready.set()
+            if self._db is not None:
+                self._db.close()
+            self._drain_barriers()
+
+    def _open(self) -> None:
+        self._db = open_index(self.path)
+
+    def _drain_barriers(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Barrier):
+                item.done.set()
+
+    def _step(self) -> None:
+        block = not self._pending
+        items: list[Any] = []
+        with contextlib.suppress(queue.Empty):
+            items.append(self._queue.get(block=block, timeout=None if block else 0))
+        if items and block and not isinstance(items[0], _Barrier):
+            deadline = time.monotonic() + BATCH_WAIT_S
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    items.append(self._queue.get(timeout=left))
+                except queue.Empty:
+                    break
+                if isinstance(items[-1], _Barrier):
+                    break
+        else:
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+        try:
+            self._apply(items)
+            if self._pending:
+                self._build_slice()
+        except sqlite3.DatabaseError as exc:
+            if self._stopped:
+                return
+            log.warning("search index %s failed (%s): rebuilding it from the sessions", self.path, exc)
+            self._reset()
+            for item in items:
+                if isinstance(item, _Barrier):
+                    item.done.set()
+
+    def _apply(self, items: list[Any]) -> None:
+        db = self._db
+        assert db is not None
+        barriers: list[_Barrier] = []
+        paths: list[str] = []
+        db.execute("BEGIN")
+        try:
+            for item in items:
+                if item is None:
+                    self._stopped = True
+                elif item == "rebuild":
+                    db.execute("COMMIT")
+                    self._reset()
+                    fresh = self._db
+                    assert fresh is not None
+                    db = fresh
+                    db.execute("BEGIN")
+                elif isinstance(item, _Barrier):
+                    barriers.append(item)
+                elif isinstance(item, _Append):
+                    self._apply_append(db, item, paths)
+                else:
+                    paths.append(item)
+                # In order: a rewrite reported before an append must be read before the append
+                # records the file's new signature (or the rewrite would look indexed).
+                while paths:
+                    self._reindex(db, paths.pop(0))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self._applied += sum(1 for item in items if isinstance(item, (_Append, str)))
+        for barrier in barriers:
+            if barrier.sync and not self._building:  # during the first build: answer from it
+                self._look()
+                while self._pending:
+                    self._build_slice()
+            barrier.done.set()
+
+    def _apply_append(self, db: sqlite3.Connection, item: _Append, paths: list[str]) -> None:
+        sig = None
+        if item.expected_size is not None:
+            now = stat_signature(item.path)
+            if now is not None and now.size == item.expected_size:
+                sig = now
+        if not ix.add_entries(db, item.path, item.entries, item.leaf, item.name, sig):
+            paths.append(item.path)  # not indexed yet (new, or excluded): read it whole
+
+    def _excluded(self, file: SourceFile, cwd: str | None = None) -> bool:
+        for pattern in self.exclude:
+            if pattern == file.root or fnmatch.fnmatch(file.path, pattern):
+                return True
+            if cwd and (fnmatch.fnmatch(cwd, pattern) or fnmatch.fnmatch(cwd + "/", pattern)):
+                return True
+        return False
+
+    def _reindex(self, db: sqlite3.Connection, path: str) -> None:
+        """Bring one path's rows in line with the file (read whole when its signature moved)."""
+        file = self.source.classify(path)
+        sig = stat_signature(path)
+        if file is None or sig is None or self._excluded(file):
+            ix.remove_file(db, path)
+            return
+        if ix.stored_signature(db, path) == sig:
+            return
+        self._read(db, file, sig)
+
+    def _read(self, db: sqlite3.Connection, file: SourceFile, sig: Signature) -> int:
+        try:
+            session = self.source.open(file)
+        except Exception as exc:  # a reader's failure is that file's, never the engine's
+            log.info("search: cannot read %s (%s); not indexed", file.path, exc)
+            ix.remove_file(db, file.path)
+            return 0
+        try:
+            cwd = session.cwd or ""
+            if self._excluded(file, cwd):
+                ix.remove_file(db, file.path)
+                return 0
+            meta = FileMeta(
+                file.path,
+                file.root,
+                file.agent,
+                str(session.id),
+                cwd,
+                session.name or "",
+                session.leaf_id if type(session.leaf_id) is str else None,
+            )
+            return ix.replace_file(db, meta, sig, session.entries())
+        finally:
+            session.close()
+
+    def _look(self) -> None:
+        """Compare every file with the index: forget what went, queue what changed (oldest first)."""
+        db = self._db
+        assert db is not None
+        stored = ix.signatures(db)
+        cwds = dict(db.execute("SELECT path, cwd FROM files").fetchall())
+        seen: set[str] = set()
+        changed: list[tuple[int, SourceFile]] = []
+        for file in self.source.files():
+            sig = stat_signature(file.path)
+            if sig is None or self._excluded(file, cwds.get(file.path)):
+                continue  # not seen: what the index holds of it goes (an exclude added since)
+            seen.add(file.path)
+            if stored.get(file.path) != sig:
+                changed.append((sig.mtime, file))
+        gone = [p for p in stored if p not in seen]
+        if gone:
+            db.execute("BEGIN")
+            for path in gone:
+                ix.remove_file(db, path)
+            db.execute("COMMIT")
+        changed.sort(key=lambda x: x[0])
+        self._pending = [f for _, f in reversed(changed)]  # popped from the end: oldest first
+        self._building = bool(self._pending)
+        self.progress = (0, len(self._pending)) if self._pending else None
+        if self._pending:
+            log.info("search: indexing %d session files", len(self._pending))
+
+    def _build_slice(self) -> None:
+        db = self._db
+        assert db is not None
+        deadline = time.monotonic() + BUILD_SLICE_S
+        db.execute("BEGIN")
+        try:
+            while self._pending and time.monotonic() < deadline:
+                file = self._pending.pop()
+                sig = stat_signature(file.path)
+                if sig is None:
+                    ix.remove_file(db, file.path)
+                elif ix.stored_signature(db, file.path) != sig:  # an event may have read it already
+                    self._read(db, file, sig)
+                if self.progress is not None:
+                    self.progress = (self.progress[0] + 1, self.progress[1])
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        if self.progress is not None and self.on_progress is not None:
+            self.on_progress(*self.progress)
+        if not self._pending:
+            if self._building:
+                log.info("search: index built (%d session files)", self.progress[1] if self.progress else 0)
+                self._optimize()  # still "indexing" meanwhile: the CLI's bar waits for it too
+            self._building = False
+            self.progress = None
+
+    def _optimize(self) -> None:
+        """Merge each FTS5 index into one segment after a build.
+
+        A build commits every :data:`BUILD_SLICE_S`, and every commit leaves FTS5 a segment;
+        a query then walks each term's list in all of them. Queries keep reading the previous
+        snapshot meanwhile (WAL); the log is truncated afterwards (it held a copy of the index).
+        """
+        db = self._db
+        assert db is not None
+        started = time.monotonic()
+        for table in ("words", "grams"):
+            db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        db.executescript("PRAGMA incremental_vacuum;")  # stepped to the end: every free page
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        log.info("search: index optimized in %.1f s", time.monotonic() - started)
+
+    def _reset(self) -> None:
+        """Start over from an empty index (corrupt, or asked to)."""
+        if self._db is not None:
+            self._db.close()
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+        discard(self.path)
+        self._open()
+        self._look()

@@ -1,0 +1,505 @@
+"""Writes and reads of the index file, synchronous: what the writer thread and the queries run.
+
+A session file's rows are replaced whole when the file was read again (rewritten, truncated,
+first seen, changed while sessiond was not running) and added to when entries were appended
+(an entry id already present is replaced, so a batch seen twice — by an append and by the read
+that followed — indexes once). Queries rank by bm25 with recency breaking ties, over at most
+:data:`MATCH_CAP` matches (the newest rows first), each query within :data:`QUERY_BUDGET_S`
+seconds of SQLite work: what keeps a one-letter prefix over a gigabyte from stalling the daemon.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .extract import Doc, entry_docs, parent_of
+from .query import like_pattern
+
+MATCH_CAP: Final = 1000
+"""Matches a query ranks at most (``total`` is capped there)."""
+QUERY_BUDGET_S: Final = 1.0
+"""Seconds of SQLite work a query may take before it answers with what it found."""
+BRANCH_CACHE: Final = 64
+"""Sessions whose current branch (a set of entry ids) a query connection keeps."""
+SNIPPET_TOKENS: Final = 16
+SNIPPET_CHARS: Final = 160
+START, END = "\x02", "\x03"
+_STRIP_MARKERS: Final = str.maketrans({START: " ", END: " "})
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What a file looked like when it was indexed (``size`` -1: read it again). ``tail`` is a
+    CRC-32 of its last 4 KiB: a file rewritten to the same size within the clock's granularity
+    can get the inode just freed (seen in the property test), and only its bytes tell it."""
+
+    ino: int
+    size: int
+    mtime: int
+    tail: int
+
+
+@dataclass(slots=True)
+class FileMeta:
+    path: str
+    root: str
+    agent: str
+    session_id: str
+    cwd: str
+    title: str
+    leaf: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    agent: str | None = None
+    root: str | None = None
+    cwd: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    role: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(slots=True)
+class Hit:
+    session_id: str
+    entry_id: str
+    agent: str
+    root: str
+    cwd: str
+    path: str
+    timestamp_ms: int
+    role: str
+    kind: str
+    title: str
+    snippet: str
+    on_branch: bool
+
+
+@dataclass(slots=True)
+class Page:
+    hits: list[Hit] = field(default_factory=list)
+    total: int = 0
+    next_offset: int | None = None
+    cut: bool = False
+    """The query used its seconds: the hits are those found until then."""
+
+
+def _docs_of(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
+    last: dict[str, Any] = {}
+    for entry in entries:
+        if type(entry) is dict and type(entry.get("id")) is str:
+            last.pop(entry["id"], None)  # the last line carrying an id is the entry (Pi's rule)
+            last[entry["id"]] = entry
+    docs: list[Doc] = []
+    nodes: list[tuple[str, str | None]] = []
+    for entry_id, entry in last.items():
+        nodes.append((entry_id, parent_of(entry)))
+        docs.extend(entry_docs(entry))
+    return docs, nodes
+
+
+def first_user_text(docs: Sequence[Doc], limit: int = 80) -> str:
+    for doc in docs:
+        if doc.role == "user" and doc.kind == "text":
+            flat = " ".join(doc.text.split())
+            return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return ""
+
+
+def signatures(db: sqlite3.Connection) -> dict[str, Signature]:
+    return {
+        p: Signature(i, s, m, t)
+        for p, i, s, m, t in db.execute("SELECT path, ino, size, mtime, tail FROM files")
+    }
+
+
+def stored_signature(db: sqlite3.Connection, path: str) -> Signature | None:
+    row = db.execute("SELECT ino, size, mtime, tail FROM files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else Signature(*row)
+
+
+def _fid(db: sqlite3.Connection, path: str) -> int | None:
+    row = db.execute("SELECT fid FROM files WHERE path = ?", (path,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple[str, str | None]]) -> None:
+    before = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
+    db.executemany(
+        "INSERT INTO docs(fid, entry_id, ts, role, kind, text) VALUES (?, ?, ?, ?, ?, ?)",
+        [(fid, d.entry_id, d.timestamp_ms, d.role, d.kind, d.text.translate(_STRIP_MARKERS)) for d in docs],
+    )
+    db.execute("INSERT INTO words(rowid, text) SELECT id, text FROM docs WHERE id > ?", (before,))
+    db.execute("INSERT INTO grams(rowid, text) SELECT id, text FROM docs WHERE id > ?", (before,))
+    db.executemany(
+        "INSERT OR REPLACE INTO nodes(fid, entry_id, parent_id) VALUES (?, ?, ?)",
+        [(fid, e, p) for e, p in nodes],
+    )
+
+
+def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> None:
+    """Remove docs and their FTS5 rows (external content: FTS5 is told the old text)."""
+    for table in ("words", "grams"):
+        db.execute(
+            f"INSERT INTO {table}({table}, rowid, text) SELECT 'delete', id, text FROM docs WHERE {where}",
+            args,
+        )
+    db.execute(f"DELETE FROM docs WHERE {where}", args)
+
+
+def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries: Iterable[Any]) -> int:
+    """Index a session file whole (its previous rows, if any, go first). Returns the docs added."""
+    docs, nodes = _docs_of(entries)
+    title = meta.title or first_user_text(docs)
+    fid = _fid(db, meta.path)
+    if fid is not None:
+        _delete_docs(db, "fid = ?", (fid,))
+        db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+        db.execute(
+            "UPDATE files SET root=?, agent=?, session_id=?, cwd=?, title=?, leaf=?, "
+            "ino=?, size=?, mtime=?, tail=? "
+            "WHERE fid = ?",
+            (
+                meta.root,
+                meta.agent,
+                meta.session_id,
+                meta.cwd,
+                title,
+                meta.leaf,
+                sig.ino,
+                sig.size,
+                sig.mtime,
+                sig.tail,
+                fid,
+            ),
+        )
+    else:
+        cur = db.execute(
+            "INSERT INTO files(path, root, agent, session_id, cwd, title, leaf, ino, size, mtime, tail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                meta.path,
+                meta.root,
+                meta.agent,
+                meta.session_id,
+                meta.cwd,
+                title,
+                meta.leaf,
+                sig.ino,
+                sig.size,
+                sig.mtime,
+                sig.tail,
+            ),
+        )
+        fid = int(cur.lastrowid or 0)
+    _insert(db, fid, docs, nodes)
+    return len(docs)
+
+
+def add_entries(
+    db: sqlite3.Connection,
+    path: str,
+    entries: list[Any],
+    leaf: str | None,
+    name: str | None,
+    sig: Signature | None,
+) -> bool:
+    """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
+    caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
+    is marked stale, so the next look at the file reads it again."""
+    row = db.execute("SELECT fid, size, title FROM files WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return False
+    fid, size, title = row
+    docs, nodes = _docs_of(entries)
+    ids = [entry_id for entry_id, _ in nodes]
+    marks = ",".join("?" * len(ids))
+    present = db.execute(
+        f"SELECT DISTINCT entry_id FROM docs WHERE fid = ? AND entry_id IN ({marks})", (fid, *ids)
+    ).fetchall()
+    for (entry_id,) in present:  # seen already (a read of the file that included it)
+        _delete_docs(db, "fid = ? AND entry_id = ?", (fid, entry_id))
+    _insert(db, fid, docs, nodes)
+    if name:
+        title = name
+    elif not title:
+        title = first_user_text(docs)
+    if sig is None or size < 0:  # a stale signature stays stale: the file must be read whole first
+        db.execute("UPDATE files SET leaf = ?, title = ?, size = -1 WHERE fid = ?", (leaf, title, fid))
+    else:
+        db.execute(
+            "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ?",
+            (leaf, title, sig.ino, sig.size, sig.mtime, sig.tail, fid),
+        )
+    return True
+
+
+def remove_file(db: sqlite3.Connection, path: str) -> None:
+    fid = _fid(db, path)
+    if fid is None:
+        return
+    _delete_docs(db, "fid = ?", (fid,))
+    db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+    db.execute("DELETE FROM files WHERE fid = ?", (fid,))
+
+
+def remove_session(db: sqlite3.Connection, session_id: str) -> None:
+    for (path,) in db.execute("SELECT path FROM files WHERE session_id = ?", (session_id,)).fetchall():
+        remove_file(db, path)
+
+
+# ---------------------------------------------------------------------- queries
+
+
+def _filter_sql(f: Filters) -> tuple[str, list[Any]]:
+    sql: list[str] = []
+    args: list[Any] = []
+    if f.agent is not None:
+        sql.append("f.agent = ?")
+        args.append(f.agent)
+    if f.root is not None:
+        sql.append("f.root = ?")
+        args.append(f.root)
+    if f.cwd is not None:
+        cwd = f.cwd.rstrip("/") or "/"
+        sql.append("(f.cwd = ? OR substr(f.cwd, 1, ?) = ?)")
+        prefix = cwd if cwd.endswith("/") else cwd + "/"
+        args += [cwd, len(prefix), prefix]
+    if f.session_id is not None:
+        sql.append("f.session_id = ?")
+        args.append(f.session_id)
+    if f.role is not None:
+        sql.append("d.role = ?")
+        args.append(f.role)
+    if f.since_ms is not None:
+        sql.append("d.ts >= ?")
+        args.append(f.since_ms)
+    if f.until_ms is not None:
+        sql.append("d.ts <= ?")
+        args.append(f.until_ms)
+    return "".join(f" AND {s}" for s in sql), args
+
+
+class _Budget:
+    """A progress handler interrupting SQLite once a query has used its seconds."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.expired = False
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.deadline:
+            self.expired = True
+            return 1
+        return 0
+
+
+def _matches(db: sqlite3.Connection, sql: str, args: list[Any], budget: _Budget) -> list[tuple[Any, ...]]:
+    db.set_progress_handler(budget, 4000)
+    rows: list[tuple[Any, ...]] = []
+    try:
+        cur = db.execute(sql, args)
+        while True:
+            chunk = cur.fetchmany(256)
+            if not chunk:
+                break
+            rows += chunk
+    except sqlite3.OperationalError:
+        if not budget.expired:
+            raise
+    finally:
+        db.set_progress_handler(None, 0)
+    return rows
+
+
+_HIT_COLUMNS: Final = "d.id, d.ts, d.fid"
+
+
+def search(
+    db: sqlite3.Connection,
+    *,
+    match: str | None,
+    needle: str | None,
+    filters: Filters,
+    offset: int,
+    limit: int,
+    budget_s: float = QUERY_BUDGET_S,
+    branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
+) -> Page:
+    """One page of hits: ``match`` (an FTS5 expression, words mode) or ``needle`` (substring).
+
+    Its statements read one snapshot (one read transaction): a file read again meanwhile
+    gets new row ids, and a later statement of the same query must not see them (seen in the
+    property test: hits that vanished between the match and their details)."""
+    db.execute("BEGIN")
+    try:
+        return _search(
+            db,
+            match=match,
+            needle=needle,
+            filters=filters,
+            offset=offset,
+            limit=limit,
+            budget_s=budget_s,
+            branch_cache=branch_cache,
+        )
+    finally:
+        if db.in_transaction:
+            db.execute("COMMIT")
+
+
+def _search(
+    db: sqlite3.Connection,
+    *,
+    match: str | None,
+    needle: str | None,
+    filters: Filters,
+    offset: int,
+    limit: int,
+    budget_s: float = QUERY_BUDGET_S,
+    branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
+) -> Page:
+    where, args = _filter_sql(filters)
+    budget = _Budget(budget_s)
+    if match is not None:
+        sql = (
+            f"SELECT {_HIT_COLUMNS}, bm25(words) FROM words JOIN docs d ON d.id = words.rowid "
+            f"JOIN files f ON f.fid = d.fid WHERE words MATCH ?{where} ORDER BY words.rowid DESC LIMIT ?"
+        )
+        rows = _matches(db, sql, [match, *args, MATCH_CAP], budget)
+        rows.sort(key=lambda r: (r[3], -r[1], -r[0]))
+    else:
+        assert needle is not None
+        pattern = like_pattern(needle)
+        if pattern is not None:
+            sql = (
+                f"SELECT {_HIT_COLUMNS} FROM grams JOIN docs d ON d.id = grams.rowid "
+                f"JOIN files f ON f.fid = d.fid WHERE grams.text LIKE ? "
+                f"AND instr(lower(d.text), lower(?)) > 0{where} ORDER BY grams.rowid DESC LIMIT ?"
+            )
+            rows = _matches(db, sql, [pattern, needle, *args, MATCH_CAP], budget)
+        else:  # no piece the trigram index can take safely: a scan, within the time budget
+            sql = (
+                f"SELECT {_HIT_COLUMNS} FROM docs d JOIN files f ON f.fid = d.fid "
+                f"WHERE instr(lower(d.text), lower(?)) > 0{where} ORDER BY d.id DESC LIMIT ?"
+            )
+            rows = _matches(db, sql, [needle, *args, MATCH_CAP], budget)
+        rows.sort(key=lambda r: (-r[1], -r[0]))
+    page = Page(total=len(rows), cut=budget.expired)
+    chosen = rows[offset : offset + limit]
+    if offset + limit < len(rows):
+        page.next_offset = offset + limit
+    if not chosen:
+        return page
+    ids = [int(r[0]) for r in chosen]
+    marks = ",".join("?" * len(ids))
+    if match is not None:
+        snippets = dict(
+            db.execute(
+                f"SELECT rowid, snippet(words, 0, ?, ?, '…', {SNIPPET_TOKENS}) FROM words "
+                f"WHERE words MATCH ? AND rowid IN ({marks})",
+                [START, END, match, *ids],
+            ).fetchall()
+        )
+    else:
+        assert needle is not None
+        texts = dict(db.execute(f"SELECT id, text FROM docs WHERE id IN ({marks})", ids).fetchall())
+        snippets = {i: substring_snippet(t, needle) for i, t in texts.items()}
+    details = {
+        int(r[0]): r[1:]
+        for r in db.execute(
+            "SELECT d.id, d.entry_id, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, f.title, "
+            f"f.leaf, f.size, f.mtime FROM docs d JOIN files f ON f.fid = d.fid WHERE d.id IN ({marks})",
+            ids,
+        )
+    }
+    branches: dict[int, set[str]] = {}
+    for doc_id, ts, fid, *_ in chosen:
+        info = details.get(int(doc_id))
+        if info is None:
+            continue
+        entry_id, role, kind, session_id, agent, root, cwd, path, title, leaf, size, mtime = info
+        if fid not in branches:
+            key = (fid, leaf, size, mtime)  # the file's rows change only with its signature
+            cached = None if branch_cache is None or size < 0 else branch_cache.get(key)
+            branches[fid] = cached if cached is not None else branch_ids(db, fid, leaf)
+            if branch_cache is not None and cached is None and size >= 0:
+                if len(branch_cache) >= BRANCH_CACHE:
+                    branch_cache.pop(next(iter(branch_cache)))
+                branch_cache[key] = branches[fid]
+        page.hits.append(
+            Hit(
+                session_id,
+                entry_id,
+                agent,
+                root,
+                cwd,
+                path,
+                int(ts),
+                role,
+                kind,
+                title,
+                snippets.get(doc_id, ""),
+                entry_id in branches[fid],
+            )
+        )
+    return page
+
+
+def branch_ids(db: sqlite3.Connection, fid: int, leaf: str | None) -> set[str]:
+    """The entry ids from ``leaf`` up to the root (a parent cycle ends the walk); one read of
+    the file's parent links, walked here (SQLite's recursive CTE took 13 ms on a 1,000-entry
+    branch, this under 1 ms)."""
+    if leaf is None:
+        return set()
+    parents = dict(db.execute("SELECT entry_id, parent_id FROM nodes WHERE fid = ?", (fid,)).fetchall())
+    seen: set[str] = set()
+    current: str | None = leaf
+    while current is not None and current not in seen:
+        seen.add(current)
+        current = parents.get(current)
+    return seen
+
+
+def substring_snippet(text: str, needle: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first occurrence of ``needle``, every occurrence in it
+    marked (ASCII case ignored, as the query did)."""
+    low, want = _ascii_lower(text), _ascii_lower(needle)
+    first = low.find(want)
+    if first < 0:
+        return _flat(text[:width])
+    start = max(0, first - (width - len(needle)) // 2)
+    end = min(len(text), start + max(width, len(needle)))
+    out: list[str] = ["…" if start > 0 else ""]
+    i = start
+    while i < end:
+        j = low.find(want, i, end)
+        if j < 0 or j + len(want) > end:
+            out.append(_flat(text[i:end]))
+            break
+        out += [_flat(text[i:j]), START, text[j : j + len(want)], END]
+        i = j + len(want)
+    if end < len(text):
+        out.append("…")
+    return "".join(out)
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+_SPACES: Final = re.compile(r"\s+")
+
+
+def _flat(text: str) -> str:
+    return _SPACES.sub(" ", text)

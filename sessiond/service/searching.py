@@ -1,0 +1,225 @@
+"""The search index wired into the daemon: its source of sessions, its hooks, ``search/query``.
+
+:class:`CatalogSource` tells the engine which files the roots hold and opens them with the
+reader of their format (a Pi file of the store read-only: indexing never writes a session).
+:class:`Searching` holds the engine and is the one place the service's events reach it: a host's
+announced entries (the daemon's appends and other writers' lines read by a follow), a watcher's
+changed paths (files nobody has open), a deletion. It answers ``search/query`` in a worker
+thread. With ``[watch] enabled = false`` each query first brings the index up to date with the
+files (the engine compares every file's signature).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from sessiond_protocol import methods as M
+
+from ..errors import InvalidArgumentError
+from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path
+from ..search.index import Filters, Hit
+from ..search.pi_file import read_pi_v3
+from ..search.query import decode_cursor, encode_cursor, parse_time, substring_needle, words_match
+from ..search.resume import resume_command
+from ..store.claude import ClaudeSession
+from ..store.codex import CodexSession
+from ..store.session import Session
+from .agent_roots import codex_files, is_codex_session_file
+from .catalog import UUID_STEM, Catalog
+from .config import Config
+from .roots import ROOT_NAMES, Root
+
+log = logging.getLogger("sessiond.search")
+
+AGENTS: Final = {"pi": "pi", "claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
+_READ_ONLY: Final = "it is opened read-only to be indexed for search"
+
+
+class CatalogSource(SessionSource):
+    """The daemon's roots as the engine sees them (OpenCode's database is not indexed yet)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def files(self) -> Iterator[SourceFile]:
+        for root in self.catalog.roots:
+            for path in self._root_files(root):
+                yield SourceFile(str(path), root.name, root.format)
+
+    def _root_files(self, root: Root) -> Iterator[Path]:
+        if root.format == "claude-code":
+            yield from self.catalog.claude_files(root)
+        elif root.format == "codex":
+            yield from codex_files(root.path)
+        elif root.format == "pi":
+            yield from sorted(root.path.glob("*/*.jsonl"))
+
+    def classify(self, path: str) -> SourceFile | None:
+        p = Path(path)
+        if p.suffix != ".jsonl":
+            return None
+        root = self.catalog.root_of(p)
+        if root.format == "claude-code":
+            if not UUID_STEM.fullmatch(p.stem) or p.parent.parent != root.path:
+                return None
+        elif root.format == "codex":
+            if not is_codex_session_file(root.path, p):
+                return None
+        elif root.format == "pi":
+            if p.parent.parent != root.path:
+                return None
+        else:
+            return None
+        return SourceFile(path, root.name, root.format)
+
+    def open(self, file: SourceFile) -> Any:
+        path = Path(file.path)
+        if file.agent == "claude-code":
+            return ClaudeSession.open(path)
+        if file.agent == "codex":
+            return CodexSession.open(path)
+        fast = read_pi_v3(path)
+        return fast if fast is not None else Session.open(path, read_only=_READ_ONLY)
+
+
+class Searching:
+    def __init__(self, config: Config, catalog: Catalog, path: Path | None = None) -> None:
+        self.enabled = config.search.enabled
+        self.sync_on_query = not config.watch.enabled
+        self.engine = SearchEngine(
+            path or index_path(config.layout.root), CatalogSource(catalog), exclude=config.search.exclude
+        )
+        self._started = False
+
+    def start(self) -> None:
+        if self.enabled and not self._started:
+            self._started = True
+            self.engine.start()
+
+    def close(self) -> None:
+        if self._started:
+            self.engine.close()
+            self._started = False
+
+    # ------------------------------------------------------------------ hooks (event loop)
+
+    def entries(self, host: Any, entry_ids: list[str]) -> None:
+        """A host announced entries: index them (the registry's ``on_entries``)."""
+        if not self._started or not entry_ids:
+            return
+        session = host.session
+        entries = [session.get(i) for i in entry_ids]
+        name = next(
+            (e.get("name") for e in reversed(entries) if type(e) is dict and e.get("type") == "session_info"),
+            None,
+        )
+        self.engine.appended(
+            os.fspath(session.path),
+            entries,
+            session.leaf_id,
+            name if type(name) is str else None,
+            session.file_size(),
+        )
+
+    def file_changed(self, path: Path) -> None:
+        """A watcher saw ``path`` change (the follower's ``on_file_change``)."""
+        if self._started:
+            self.engine.changed(os.fspath(path))
+
+    def removed(self, path: Path) -> None:
+        if self._started:
+            self.engine.removed(os.fspath(path))
+
+    # ------------------------------------------------------------------ search/query
+
+    async def query(
+        self, p: M.SearchParams, progress: Callable[[int, int], None] | None = None
+    ) -> M.SearchResult:
+        if not self.enabled:
+            raise InvalidArgumentError("search is disabled ([search] enabled = false)", field="query")
+        if p.mode == "substring":
+            match, needle = None, substring_needle(p.query)
+        else:
+            match, needle = words_match(p.query), None
+        filters = self._filters(p)
+        offset = decode_cursor(p.cursor) if p.cursor is not None else 0
+        if p.rebuild:
+            self.engine.rebuild()
+            await anyio.to_thread.run_sync(self.engine.flush)
+        if progress is not None:
+            while self.engine.progress is not None:
+                progress(*self.engine.progress)
+                await anyio.sleep(0.25)
+        page = await anyio.to_thread.run_sync(
+            lambda: self.engine.search(
+                match=match,
+                needle=needle,
+                filters=filters,
+                offset=offset,
+                limit=p.limit,
+                sync=self.sync_on_query,
+            )
+        )
+        building = self.engine.progress
+        return M.SearchResult.model_construct(
+            hits=[_hit(h) for h in page.hits],
+            total=page.total,
+            nextCursor=None if page.next_offset is None else encode_cursor(page.next_offset),
+            indexing=None if building is None else {"done": building[0], "total": building[1]},
+        )
+
+    def _filters(self, p: M.SearchParams) -> Filters:
+        agent, root = p.agent, p.root
+        if agent is not None and agent not in AGENTS:
+            if agent in ROOT_NAMES:
+                agent, root = None, root or agent
+            elif agent == "claude":
+                agent = "claude-code"
+            else:
+                raise InvalidArgumentError(
+                    f"unknown agent {agent!r} (pi, claude-code, codex, opencode, or a root name)",
+                    field="agent",
+                )
+        cwd = p.cwd
+        if cwd is not None and not os.path.isabs(cwd):
+            raise InvalidArgumentError("cwd must be an absolute path", field="cwd")
+        return Filters(
+            agent=agent,
+            root=root,
+            cwd=cwd,
+            since_ms=None if p.since is None else parse_time(p.since, "since", end=False),
+            until_ms=None if p.until is None else parse_time(p.until, "until", end=True),
+            role=p.role,
+            session_id=p.sessionId,
+        )
+
+
+def _iso(ms: int) -> str | None:
+    if ms <= 0:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _hit(h: Hit) -> dict[str, Any]:
+    """A hit in the wire's shape (``M.SearchHit``; nested values are sent as they are)."""
+    return {
+        "sessionId": h.session_id,
+        "entryId": h.entry_id,
+        "agent": h.agent,
+        "root": h.root,
+        "cwd": h.cwd,
+        "timestamp": _iso(h.timestamp_ms),
+        "role": h.role,
+        "kind": h.kind,
+        "title": h.title,
+        "snippet": h.snippet,
+        "onBranch": h.on_branch,
+        "resume": resume_command(h.agent, h.root, h.session_id, h.cwd, h.path),
+    }

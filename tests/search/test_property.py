@@ -1,0 +1,208 @@
+"""Property: after any sequence of appends (the daemon's own, reported with their entries),
+external appends, rewrites, truncations and deletions, the index answers exactly what a
+brute-force scan of the same sessions' texts finds — words and substrings alike."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiond.search.engine import SearchEngine, SourceFile
+from sessiond.search.index import Filters
+from sessiond.search.pi_file import read_pi_v3
+from sessiond.search.query import words_match
+from sessiond.store.session import Session
+
+WORDS = ["alpha", "beta", "gamma", "delta", "Omega", "épée"]
+SESSIONS = 3
+
+
+class DirSource:
+    """Pi files in one directory, opened with the store's read-only reader."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def files(self) -> Iterator[SourceFile]:
+        for path in sorted(self.root.glob("*/*.jsonl")):
+            yield SourceFile(str(path), "pi", "pi")
+
+    def classify(self, path: str) -> SourceFile | None:
+        return SourceFile(path, "pi", "pi") if path.endswith(".jsonl") else None
+
+    def open(self, file: SourceFile) -> Any:
+        """As the daemon's source opens Pi files: the v3 fast path, else the store's reader."""
+        fast = read_pi_v3(Path(file.path))
+        return fast if fast is not None else Session.open(Path(file.path), read_only="test")
+
+
+def _header(sid: str) -> bytes:
+    return orjson.dumps(
+        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/p"}
+    )
+
+
+def _entry(eid: str, parent: str | None, text: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": "2026-01-02T00:00:00Z",
+        "message": {"role": "user", "content": text, "timestamp": 1},
+    }
+
+
+op = st.one_of(
+    st.tuples(
+        st.just("append"),
+        st.integers(0, SESSIONS - 1),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    ),
+    st.tuples(
+        st.just("external"),
+        st.integers(0, SESSIONS - 1),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    ),
+    st.tuples(
+        st.just("rewrite"),
+        st.integers(0, SESSIONS - 1),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    ),
+    st.tuples(st.just("truncate"), st.integers(0, SESSIONS - 1), st.integers(0, 3)),
+    st.tuples(st.just("delete"), st.integers(0, SESSIONS - 1), st.just(0)),
+    st.tuples(st.just("query"), st.just(0), st.just(0)),
+)
+
+
+def _tokens(text: str) -> set[str]:
+    folded = text.lower().replace("é", "e")
+    return set(re.findall(r"[^\W_]+", folded))
+
+
+class World:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: dict[int, list[dict[str, Any]]] = {}
+        self.counter = 0
+
+    def path(self, n: int) -> Path:
+        return self.root / "--p--" / f"2026-01-01T00-00-00-000Z_s{n}.jsonl"
+
+    def write(self, n: int) -> None:
+        path = self.path(n)
+        path.parent.mkdir(exist_ok=True)
+        lines = [_header(f"s{n}")] + [orjson.dumps(e) for e in self.files[n]]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(b"\n".join(lines) + b"\n")
+        os.replace(tmp, path)
+
+    def new_entries(self, n: int, words: list[str]) -> list[dict[str, Any]]:
+        out = []
+        parent = self.files[n][-1]["id"] if self.files.get(n) else None
+        for word in words:
+            self.counter += 1
+            entry = _entry(f"e{self.counter}", parent, f"{word} x{self.counter}")
+            parent = entry["id"]
+            out.append(entry)
+        return out
+
+    def append(self, n: int, entries: list[dict[str, Any]]) -> None:
+        path = self.path(n)
+        if n not in self.files:
+            self.files[n] = []
+            self.write(n)
+        self.files[n] += entries
+        with open(path, "ab") as f:
+            f.write(b"".join(orjson.dumps(e) + b"\n" for e in entries))
+
+    def expected_words(self, word: str) -> set[tuple[str, str]]:
+        want = _tokens(word)
+        return {
+            (f"s{n}", e["id"])
+            for n, entries in self.files.items()
+            for e in entries
+            if want <= _tokens(e["message"]["content"])
+        }
+
+    def expected_substring(self, needle: str) -> set[tuple[str, str]]:
+        return {
+            (f"s{n}", e["id"])
+            for n, entries in self.files.items()
+            for e in entries
+            if needle.lower() in e["message"]["content"].lower()
+        }
+
+
+def _found(engine: SearchEngine, word: str, substring: bool) -> set[tuple[str, str]]:
+    page = engine.search(
+        match=None if substring else words_match(word),
+        needle=word if substring else None,
+        filters=Filters(),
+        offset=0,
+        limit=200,
+    )
+    assert not page.cut, "the query ran out of its time budget (a loaded machine)"
+    return {(h.session_id, h.entry_id) for h in page.hits}
+
+
+def _check(engine: SearchEngine, world: World) -> None:
+    for word in WORDS:
+        assert _found(engine, word, False) == world.expected_words(word), word
+    for piece in ("lph", "ega", "pée"):
+        assert _found(engine, piece, True) == world.expected_substring(piece), piece
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op, max_size=14), st.booleans())
+def test_index_equals_brute_force(ops: list[tuple[str, int, Any]], restart: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "sessions"
+        root.mkdir()
+        world = World(root)
+        index = Path(tmp) / "search" / "index.sqlite3"
+        engine = SearchEngine(index, DirSource(root))
+        engine.start()
+        try:
+            for kind, n, arg in ops:
+                path = str(world.path(n))
+                if kind == "append":
+                    entries = world.new_entries(n, arg)
+                    world.append(n, entries)
+                    engine.appended(path, entries, entries[-1]["id"], None, os.path.getsize(path))
+                elif kind == "external":
+                    world.append(n, world.new_entries(n, arg))
+                    engine.changed(path)
+                elif kind == "rewrite":
+                    world.files[n] = []
+                    world.files[n] = world.new_entries(n, arg)
+                    world.write(n)
+                    engine.changed(path)
+                elif kind == "truncate" and n in world.files:
+                    world.files[n] = world.files[n][: len(world.files[n]) - arg]
+                    world.write(n)
+                    engine.changed(path)
+                elif kind == "delete" and n in world.files:
+                    del world.files[n]
+                    os.unlink(path)
+                    engine.removed(path)
+                elif kind == "query":
+                    _check(engine, world)
+            if restart:  # a restart looks at every file again: nothing may be lost or stale
+                engine.close()
+                engine = SearchEngine(index, DirSource(root))
+                engine.start()
+                engine.flush()
+                while engine.progress is not None:
+                    time.sleep(0.01)
+            _check(engine, world)
+        finally:
+            engine.close()

@@ -9,9 +9,13 @@ A daemon (``python -m sessiond serve``) on a scratch store holding
 then ``ui_page.mjs`` (playwright-core driving Debian's Chromium) opens the viewer on each:
 
 1. **first paint** - from navigation start to the tree's first paint (the page's
-   ``sessiond-tree-painted`` mark, set after the first render of the rows), median of
-   ``--runs`` loads; beside it ``tree/get``'s round trip as the page saw it, the entry count and
-   the DOM rows drawn (the tree is virtualised). Ratio: against the 10-entry session's paint.
+   ``sessiond-tree-painted`` mark, set after the frame showing the first rows: for a large
+   session the newest entries, which ``session/tail`` reads from the file's end without
+   opening the session), median of ``--runs`` loads, against the goal of 300 ms and the
+   10-entry session's paint; then **whole tree** - to ``sessiond-tree-complete`` (every entry
+   from ``tree/get``, after ``session/subscribe`` opened the session); beside them
+   ``tree/get``'s round trip as the page saw it, the entry count and the DOM rows drawn (the
+   tree is virtualised).
 2. **append -> visible** - the Pi session: a second WebSocket connection in the page appends
    one message at a time (``session/append``); from the send to the tree's entry count
    changing (a MutationObserver), p50/p99, against the append's own round trip. The Claude
@@ -49,6 +53,8 @@ BENCH = Bench(
 NODE_MODULES = REPO / "tests" / "web" / "node" / "node_modules"
 PAGE_SCRIPT = REPO / "benchmarks" / "ui_page.mjs"
 CHROMIUM = os.environ.get("SESSIOND_CHROMIUM") or "/usr/bin/chromium"
+GOAL_MS = 300.0
+"""Issue 28's goal for the first paint of a 10,000-entry session and of a 4 MB transcript."""
 
 
 def ms(samples: list[float]) -> dict[str, float]:
@@ -77,7 +83,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         (store_dir / "2026-01-01T00-00-00-000Z_bench-small.jsonl").write_bytes(small.jsonl())
         log("generating a 10,000-entry Pi session and a Claude Code transcript")
         big_pi_session(store_dir / "2026-01-01T00-00-00-000Z_bench-10k.jsonl", "bench-10k", 10_000)
-        claude_bytes = (1 if args.quick else 3) * 1_000_000
+        claude_bytes = (1 if args.quick else 4) * 1_000_000
         claude = big_claude_transcript(daemon.claude_projects, "/bench/claude", claude_bytes)
         lines_file = base / "claude-more.jsonl"
         lines_file.write_bytes(claude.pending(samples))
@@ -129,6 +135,8 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
             "entries": r["paints"][-1]["entries"],
             "domRows": r["paints"][-1]["domRows"],
             "firstPaintMs": paint,
+            "firstPaintGoalMs": GOAL_MS,
+            "completeMs": statistics.median(p["completeMs"] for p in r["paints"]),
             "treeGetMs": statistics.median(p["treeGetMs"] for p in r["paints"]),
             "paintVsReference": paint / reference_paint,
             "appendToVisibleMs": ms(r["latencyMs"]),
@@ -142,11 +150,16 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def report(results: dict[str, Any]) -> None:
-    print(f"{'session':<28} {'entries':>8} {'DOM rows':>8} {'first paint':>12} {'× ref':>6} {'tree/get':>9}")
+    print(
+        f"{'session':<28} {'entries':>8} {'DOM rows':>8} {'first paint':>12} {'goal':>6} {'× ref':>6} "
+        f"{'whole tree':>11} {'tree/get':>9}"
+    )
     for name, e in results["sessions"].items():
+        verdict = "ok" if e["firstPaintMs"] <= e.get("firstPaintGoalMs", GOAL_MS) else "OVER"
+        whole = e.get("completeMs", e["firstPaintMs"])
         print(
-            f"{name:<28} {e['entries']:>8} {e['domRows']:>8} {e['firstPaintMs']:>10.0f}ms "
-            f"{e['paintVsReference']:>6.2f} {e['treeGetMs']:>7.0f}ms"
+            f"{name:<28} {e['entries']:>8} {e['domRows']:>8} {e['firstPaintMs']:>10.0f}ms {verdict:>6} "
+            f"{e['paintVsReference']:>6.2f} {whole:>9.0f}ms {e['treeGetMs']:>7.0f}ms"
         )
     print()
     print(
@@ -170,6 +183,14 @@ def extract(results: dict[str, Any]) -> Extract:
         out.add(
             f"first paint, {name}", e["firstPaintMs"], "ms", f"first paint, {ref_name}", ref["firstPaintMs"]
         )
+        if "completeMs" in e:
+            out.add(
+                f"whole tree painted, {name}",
+                e["completeMs"],
+                "ms",
+                f"first paint, {name}",
+                e["firstPaintMs"],
+            )
     for name, e in sessions:
         r = e.get("referenceMs")
         what = "the append's round trip" if e["appendBy"] == "rpc" else "the daemon's notification"

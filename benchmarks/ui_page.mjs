@@ -28,15 +28,21 @@ async function open(page, sessionId) {
   await page.waitForFunction(() => performance.getEntriesByName("sessiond-tree-painted").length > 0, null, {
     timeout: 120_000,
   });
-  return page.evaluate(() => {
+  const firstRows = await page.evaluate(() => document.querySelectorAll(".node").length);
+  await page.waitForFunction(() => performance.getEntriesByName("sessiond-tree-complete").length > 0, null, {
+    timeout: 120_000,
+  });
+  return page.evaluate((firstRows) => {
     const tree = document.querySelector(".tree");
     return {
       paintMs: performance.getEntriesByName("sessiond-tree-painted")[0].startTime,
+      completeMs: performance.getEntriesByName("sessiond-tree-complete")[0].startTime,
+      firstRows,
       treeGetMs: Number(tree.dataset.loadMs),
       entries: Number(tree.dataset.entries),
       domRows: document.querySelectorAll(".node").length,
     };
-  });
+  }, firstRows);
 }
 
 /** Page side: record when the tree's entry count changes (epoch ms, sub-ms). */

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"net"}),
     frozenset({"web"}),
     frozenset({"rpc"}),
-    frozenset({"cli", "cli_commands", "__main__", "mcp_server"}),
+    frozenset({"cli", "cli_commands", "__main__", "mcp_server", "acp"}),
 )
 """Bottom first: the top-level parts of ``sessiond`` (a subpackage or a module) by layer."""
 

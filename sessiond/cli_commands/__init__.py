@@ -29,6 +29,7 @@ from typing import Any
 def register(sub: Any) -> None:
     """Add every subcommand of this package to ``sub`` (an argparse subparsers action)."""
     from . import (  # noqa: PLC0415
+        acp,
         changes,
         completion,
         daemon,
@@ -59,3 +60,4 @@ def register(sub: Any) -> None:
     search.register(sub)
     stats.register(sub)
     mcp.register(sub)
+    acp.register(sub)

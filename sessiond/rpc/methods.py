@@ -139,6 +139,11 @@ async def session_entries(call: Caller, p: M.EntriesParams) -> M.EntriesResult:
     return await call.service.entries(call, p.sessionId, p.offset, p.afterId, p.limit)
 
 
+@HANDLERS.method("session/tail")
+async def session_tail(call: Caller, p: M.TailParams) -> M.TailResult:
+    return await call.service.tail(call, p.sessionId, p.limit)
+
+
 @HANDLERS.method("session/setName")
 async def session_set_name(call: Caller, p: M.SetNameParams) -> M.SetNameResult:
     return await call.service.set_name(call, p.sessionId, p.name, p.durability)

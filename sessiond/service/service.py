@@ -56,6 +56,7 @@ from .registry import SessionRegistry
 from .replication import Replication
 from .searching import Searching
 from .settings import SessionSettings
+from .tail import read_tail
 from .usage import UsageFeed
 
 __all__ = ["LIST_TOPIC", "Service", "summary"]
@@ -495,6 +496,42 @@ class Service:
         entries = await anyio.to_thread.run_sync(lambda: [index.full_at(i) for i in range(start, end)])
         return M.EntriesResult.model_construct(
             entries=entries, offset=start, nextOffset=end if end < total else None, total=total
+        )
+
+    async def tail(self, user: Peer, session_id: str, limit: int) -> M.TailResult:
+        """The newest entries: from the open session, else from the file's end without opening it
+        (formats whose tail cannot be read alone are opened, as ``session/entries`` would)."""
+        host = self.registry.hosts.get(session_id)
+        if host is None:
+            root, path = self.registry.find(session_id)
+            read = await anyio.to_thread.run_sync(read_tail, path, root.format, limit)
+            if read is not None:
+                entries, cwd = read
+                return M.TailResult.model_construct(
+                    sessionId=session_id,
+                    path=str(path),
+                    cwd=cwd,
+                    format=root.format,
+                    root=root.name,
+                    readOnly=root.read_only_reason is not None,
+                    entries=entries,
+                    exact=False,
+                )
+            host = await self.registry.host(session_id, user)
+        described = host.describe()
+        index = host.session.index
+        total = len(index)
+        start = max(0, total - limit)
+        entries = await anyio.to_thread.run_sync(lambda: [index.full_at(i) for i in range(start, total)])
+        return M.TailResult.model_construct(
+            sessionId=session_id,
+            path=described.path,
+            cwd=described.cwd,
+            format=described.format,
+            root=described.root,
+            readOnly=described.readOnly,
+            entries=entries,
+            exact=True,
         )
 
     async def tree(self, user: Peer, session_id: str) -> M.TreeResult:

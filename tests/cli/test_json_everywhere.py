@@ -87,6 +87,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "connect": ((), -1, None),
         "stats": (("--timezone", "UTC"), 0, lambda d: set(d) == {"rows", "totals", "pricesAsOf"}),
         "mcp": ((), -1, None),  # an MCP server on stdio: tests/mcp drives it with the SDK's client
+        "acp": ((), -1, None),  # an ACP proxy on stdio: tests/acp drives it as an editor would
     }
     assert set(cases) == subcommands()
     for command, (args, code, check) in cases.items():

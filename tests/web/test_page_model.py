@@ -4,7 +4,9 @@ and previews of entries that arrive live, which must read like the daemon's ``tr
 The page draws a tree from ``tree/get`` at first, then adds entries it fetches after
 ``entries_appended`` (``session/entries``) with its own preview function; this test takes every
 entry of a varied Pi session and of a Claude Code transcript from a real daemon, both ways,
-and has the page's function checked against the daemon's previews.
+and has the page's function checked against the daemon's previews. The same run has the
+reader's pure pieces checked (``clients/web/test/reader.test.mjs``: ANSI colours, the line diff
+of edit cards, the URL fragment, search snippets).
 """
 
 from __future__ import annotations

@@ -191,6 +191,18 @@ class Methods:
         result: M.EntriesResult = await self._call("session/entries", locals())
         return result
 
+    @rpc("session/tail")
+    async def session_tail(self, session_id: str, *, limit: int = 100) -> M.TailResult:
+        """``session/tail``: The newest entries, cheaply: a session that is not open is not opened (its
+        file's last bytes are read instead, for Pi and Claude Code files), so a viewer paints the
+        end of a large session before `session/subscribe` has loaded it.
+
+        Args:
+            limit: How many of the newest entries.
+        """
+        result: M.TailResult = await self._call("session/tail", locals())
+        return result
+
     @rpc("session/setName")
     async def session_set_name(
         self, session_id: str, name: str, *, durability: models.Durability | None = None
@@ -670,6 +682,7 @@ class BlockingMethods:
     session_unsubscribe = Blocking(Methods.session_unsubscribe)
     session_append = Blocking(Methods.session_append)
     session_entries = Blocking(Methods.session_entries)
+    session_tail = Blocking(Methods.session_tail)
     session_set_name = Blocking(Methods.session_set_name)
     session_fork = Blocking(Methods.session_fork)
     session_export = Blocking(Methods.session_export)
@@ -712,6 +725,7 @@ METHOD_NAMES: dict[str, str] = {
     "session/unsubscribe": "session_unsubscribe",
     "session/append": "session_append",
     "session/entries": "session_entries",
+    "session/tail": "session_tail",
     "session/setName": "session_set_name",
     "session/fork": "session_fork",
     "session/export": "session_export",

@@ -405,7 +405,8 @@ describe("the extension against a real daemon", { skip: config === undefined ? "
     assert.ok(file, "the exported Pi session is in the store");
     assert.match(main.recorded.messages.at(-1)!.text, new RegExp(`^Exported to Pi: ${exported}`));
     // the fallback for a daemon without session/export: the CLI, as the bridge's program runs it
-    const cli = await runJson(config!.python, ["-m", "sessiond", "export", "--json", "--store", config!.store, config!.claude.sessionId], {
+    // (--again: the session was just exported at the same leaf, which the CLI otherwise refuses)
+    const cli = await runJson(config!.python, ["-m", "sessiond", "export", "--json", "--again", "--store", config!.store, config!.claude.sessionId], {
       ...process.env,
       ...config!.env,
     });

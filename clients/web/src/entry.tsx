@@ -1,7 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Rpc } from "./rpc.ts";
 import type { TreeModel } from "./treemodel.ts";
-import { MessageBody } from "./messages.tsx";
+import { CustomEntryBody, MessageBody } from "./messages.tsx";
+import { Markdown } from "./markdown.tsx";
 import { errorText, toast } from "./toast.tsx";
 import { time } from "./format.ts";
 
@@ -26,6 +27,7 @@ export function EntryPanel({
   onClose: () => void;
 }) {
   const [entry, setEntry] = useState<Entry | null>(null);
+  const [results, setResults] = useState<Map<string, Entry>>(new Map());
   const [raw, setRaw] = useState(false);
   const [label, setLabel] = useState("");
   const [working, setWorking] = useState(false);
@@ -41,11 +43,22 @@ export function EntryPanel({
       // tree/get lists entries in file order, so the node's position is its offset
       const offset = model.order.indexOf(entryId);
       let found: Entry | undefined;
+      const paired = new Map<string, Entry>();
       if (offset >= 0) {
-        const page = await rpc.request("session/entries", { sessionId, offset, limit: 1 });
+        // the entry and a few after it: where the results of its tool calls are
+        const page = await rpc.request("session/entries", { sessionId, offset, limit: 40 });
         const first = page.entries[0] as Entry | undefined;
         if (first !== undefined && first["id"] === entryId) found = first;
+        for (const e of page.entries.slice(1) as Entry[]) {
+          const m = e["message"] as Entry | undefined;
+          if (m?.["role"] === "toolResult" && typeof m["toolCallId"] === "string") paired.set(m["toolCallId"], m);
+          const more = (e["data"] as Entry | undefined)?.["messages"];
+          if (Array.isArray(more)) {
+            for (const r of more as Entry[]) if (typeof r["toolCallId"] === "string") paired.set(r["toolCallId"], r);
+          }
+        }
       }
+      if (live) setResults(paired);
       if (found === undefined) {
         const branch = await rpc.request("tree/branch", { sessionId, entryId, full: true });
         found = (branch.entries ?? []).at(-1) as Entry | undefined;
@@ -160,12 +173,18 @@ export function EntryPanel({
         {entry === null ? (
           <div class="dim">loading…</div>
         ) : message !== undefined ? (
-          <MessageBody message={message} />
+          <MessageBody
+            message={message}
+            results={results}
+            meta={(entry["claudeCode"] as Entry | undefined)?.["isMeta"] === true}
+          />
         ) : typeof entry["summary"] === "string" ? (
           <div class="summary-block">
             <div class="tag">{node.type === "compaction" ? "compaction summary" : "branch summary"}</div>
-            <pre>{entry["summary"]}</pre>
+            <Markdown text={entry["summary"]} />
           </div>
+        ) : node.type === "custom" || node.type === "custom_message" ? (
+          <CustomEntryBody entry={entry} />
         ) : null}
         <button class="link" onClick={() => setRaw(!raw)}>
           {raw ? "hide" : "show"} the entry as stored

@@ -131,14 +131,30 @@ export function SessionList({
       <div class="count">
         {loading ? "loading…" : `${shown.length} of ${all.length} session${all.length === 1 ? "" : "s"}`}
       </div>
-      <ul class="session-list">
+      <ul class="session-list" aria-label="sessions">
         {shown.map((s) => (
           <li
             key={s.path}
             class={s.sessionId === selected ? "selected" : ""}
             data-session={s.sessionId}
             data-root={s.root ?? "sessiond"}
+            tabIndex={0}
+            aria-current={s.sessionId === selected ? "true" : undefined}
             onClick={() => onSelect(s.sessionId)}
+            onKeyDown={(e) => {
+              // Enter opens; the arrows move between sessions
+              const li = e.currentTarget;
+              if (e.key === "Enter" || e.key === " ") {
+                e.preventDefault();
+                onSelect(s.sessionId);
+              } else if (e.key === "ArrowDown" || e.key === "j") {
+                e.preventDefault();
+                (li.nextElementSibling as HTMLElement | null)?.focus();
+              } else if (e.key === "ArrowUp" || e.key === "k") {
+                e.preventDefault();
+                (li.previousElementSibling as HTMLElement | null)?.focus();
+              }
+            }}
           >
             <div class="title">{s.title || s.firstMessage || "(no messages yet)"}</div>
             <div class="meta">

@@ -49,6 +49,7 @@ export class Rpc {
   private readonly updateHandlers = new Set<UpdateHandler>();
   private readonly statusHandlers = new Set<(status: Status, detail: string) => void>();
   private readonly reconnectHandlers = new Set<() => void>();
+  private readonly notificationHandlers = new Map<string, Set<(params: unknown) => void>>();
   private ready: Promise<void> | undefined;
   private delay = 250;
   private everOpened = false;
@@ -142,7 +143,15 @@ export class Rpc {
             console.error(err);
           }
         }
-      } else if ("id" in message) {
+      } else if (!("id" in message)) {
+        for (const handler of this.notificationHandlers.get(message["method"]) ?? []) {
+          try {
+            handler(message["params"]);
+          } catch (err) {
+            console.error(err);
+          }
+        }
+      } else {
         // a server request this page does not answer (it declares no summarizer capability)
         this.ws?.send(
           JSON.stringify({
@@ -180,6 +189,26 @@ export class Rpc {
       throw new RpcError(-32099, "not connected to sessiond", undefined, method);
     }
     return this.call(method, params, ws);
+  }
+
+  /**
+   * A request for a method this page's generated types may not know yet (a daemon newer or
+   * older than the page): the caller checks the result's shape; a daemon without the method
+   * answers -32601.
+   */
+  async requestAny(method: string, params: Record<string, unknown>): Promise<unknown> {
+    return this.request(method as MethodName, params as MethodParams<MethodName>);
+  }
+
+  /** Notifications other than session/update (e.g. stats_update), by method name. */
+  onNotification(method: string, handler: (params: unknown) => void): () => void {
+    let handlers = this.notificationHandlers.get(method);
+    if (handlers === undefined) {
+      handlers = new Set();
+      this.notificationHandlers.set(method, handlers);
+    }
+    handlers.add(handler);
+    return () => handlers.delete(handler);
   }
 
   onUpdate(handler: UpdateHandler): () => void {

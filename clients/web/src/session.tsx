@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { LoadResult, UsageResult } from "../../typescript/src/generated/protocol.ts";
 import type { Rpc } from "./rpc.ts";
 import { RpcError } from "./rpc.ts";
@@ -11,25 +11,48 @@ import { FilesView } from "./files.tsx";
 import { errorText, toast } from "./toast.tsx";
 import { formatName, rootName } from "./list.tsx";
 
-type Tab = "tree" | "context" | "usage" | "files";
+export type Tab = "tree" | "context" | "usage" | "files";
+export const TABS: Tab[] = ["tree", "context", "usage", "files"];
+
+/** Sessions larger than this paint their newest entries first, then load the whole tree. */
+const TAIL_FIRST = 400;
+const TAIL = 200;
+/** How long an arrived entry stays highlighted. */
+const FRESH_MS = 4000;
 
 /** One session: its tree (live), the context, usage and file history. */
 export function SessionView({
   rpc,
   session,
   onOpen,
+  tab,
+  onTab,
+  entry,
+  onEntry,
+  preview,
 }: {
   rpc: Rpc;
   session: LoadResult;
+  /** The newest entries, from `session/tail`: drawn before the whole tree is loaded. */
+  preview: Record<string, unknown>[] | null;
   onOpen: (sessionId: string) => void;
+  tab: Tab;
+  onTab: (tab: Tab) => void;
+  /** The entry selected (and scrolled to): from the URL, a search hit, or a click. */
+  entry: string | null;
+  onEntry: (entryId: string | null) => void;
 }) {
   const sessionId = session.sessionId;
   const readOnly = session.readOnly ?? false;
-  const [tab, setTab] = useState<Tab>("tree");
+  const selected = entry;
+  const setSelected = onEntry;
+  const [partial, setPartial] = useState(false);
+  const [fresh, setFresh] = useState<Set<string>>(new Set());
+  const freshTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const [title, setTitle] = useState(session.name ?? null);
+  useEffect(() => setTitle(session.name ?? null), [session.name]);
   const model = useRef<TreeModel | null>(null);
   const [version, setVersion] = useState(0);
-  const [selected, setSelected] = useState<string | null>(null);
   const [usage, setUsage] = useState<Usage | null>(null);
   const [threshold, setThreshold] = useState<number | null>(null);
   const [fileVersion, setFileVersion] = useState(0);
@@ -43,11 +66,54 @@ export function SessionView({
       const tree = await rpc.request("tree/get", { sessionId });
       model.current = TreeModel.from(tree.nodes, tree.leafId);
       setLoadMs(performance.now() - started);
+      setPartial(false);
       bump();
     } catch (err) {
       toast(errorText(err), "error");
     }
   }, [rpc, sessionId]);
+
+  /**
+   * First paint of a large session: its newest entries (one small `session/entries` page at the
+   * end of the file), drawn at once; the whole tree follows after the frame is painted.
+   */
+  const firstLoad = useCallback(async () => {
+    const started = performance.now();
+    if (preview !== null) {
+      const m = TreeModel.from([], session.leafId);
+      for (const e of preview) m.add(nodeFromEntry(e));
+      model.current = m;
+      setPartial(true);
+      setLoadMs(performance.now() - started);
+      bump();
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      return reload();
+    }
+    const total = session.entryCount;
+    if (total <= TAIL_FIRST) return reload();
+    try {
+      const page = await rpc.request("session/entries", { sessionId, offset: Math.max(0, total - TAIL), limit: TAIL });
+      if (model.current === null) {
+        const m = TreeModel.from([], session.leafId);
+        for (const e of page.entries) m.add(nodeFromEntry(e as Record<string, unknown>));
+        model.current = m;
+        setPartial(true);
+        setLoadMs(performance.now() - started);
+        bump();
+      }
+    } catch {
+      // the whole tree below says what went wrong
+    }
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    await reload();
+  }, [rpc, sessionId, reload]);
+
+  const markFresh = (ids: string[]) => {
+    if (ids.length === 0) return;
+    setFresh((prev) => new Set([...prev, ...ids]));
+    clearTimeout(freshTimer.current);
+    freshTimer.current = setTimeout(() => setFresh(new Set()), FRESH_MS);
+  };
 
   const reloadUsage = useCallback(async () => {
     try {
@@ -76,13 +142,16 @@ export function SessionView({
           limit: 5000,
           ...(afterId !== undefined ? { afterId } : { offset: 0 }),
         });
+        const added: string[] = [];
         for (const entry of page.entries) {
           const e = entry as Record<string, unknown>;
+          if (!m.byId.has(String(e["id"]))) added.push(String(e["id"]));
           m.add(nodeFromEntry(e));
           if (e["type"] === "label" && typeof e["targetId"] === "string") {
             m.setLabel(e["targetId"], typeof e["label"] === "string" && e["label"] ? e["label"] : null);
           }
         }
+        markFresh(added);
         if (page.nextOffset === null || page.entries.length === 0) break;
         afterId = m.order[m.order.length - 1];
       }
@@ -94,8 +163,10 @@ export function SessionView({
   }, [rpc, sessionId, reload]);
 
   useEffect(() => {
-    void reload();
-    void reloadUsage();
+    // the tree first: the gauge's numbers (context/usage) are asked for once it is drawn, so the
+    // daemon answers tree/get before computing them (session/subscribe's usage_update comes
+    // meanwhile)
+    void firstLoad().then(reloadUsage);
     const serial = (work: () => Promise<void>) => {
       busy.current = busy.current.then(work, work);
     };
@@ -154,10 +225,11 @@ export function SessionView({
       off();
       offReconnect();
     };
-  }, [rpc, sessionId, reload, reloadUsage, fetchNew]);
+  }, [rpc, sessionId, reload, firstLoad, reloadUsage, fetchNew]);
 
   const m = model.current;
-  const firstPrompt = m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
+  const positions = useMemo(() => new Map((m?.order ?? []).map((id, i) => [id, i])), [m, version, tab]);
+  const firstPrompt = partial ? undefined : m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
   return (
     <div class="session" data-session={sessionId}>
       <div class="session-head">
@@ -179,9 +251,9 @@ export function SessionView({
         </div>
         <Gauge usage={usage} threshold={threshold} />
       </div>
-      <nav class="tabs">
-        {(["tree", "context", "usage", "files"] as Tab[]).map((t) => (
-          <button key={t} class={tab === t ? "active" : ""} data-tab={t} onClick={() => setTab(t)}>
+      <nav class="tabs" role="tablist">
+        {TABS.map((t) => (
+          <button key={t} role="tab" aria-selected={tab === t} class={tab === t ? "active" : ""} data-tab={t} onClick={() => onTab(t)}>
             {t === "tree" ? "Tree" : t === "context" ? "Context" : t === "usage" ? "Usage" : "File history"}
           </button>
         ))}
@@ -192,7 +264,16 @@ export function SessionView({
             <div class="empty">Loading the tree…</div>
           ) : (
             <div class="tree-split">
-              <TreeView model={m} version={version} selected={selected} onSelect={setSelected} loadMs={loadMs} />
+              <TreeView
+                model={m}
+                version={version}
+                selected={selected}
+                onSelect={setSelected}
+                onClose={() => setSelected(null)}
+                loadMs={loadMs}
+                fresh={fresh}
+                partial={partial}
+              />
               {selected !== null && m.byId.has(selected) ? (
                 <EntryPanel
                   rpc={rpc}
@@ -203,13 +284,17 @@ export function SessionView({
                   onOpen={onOpen}
                   onClose={() => setSelected(null)}
                 />
-              ) : (
-                <div class="entry-panel empty">Click an entry to see it{readOnly ? "" : ", continue from it, fork or label it"}.</div>
-              )}
+              ) : null}
             </div>
           )
         ) : tab === "context" ? (
-          <ContextView rpc={rpc} sessionId={sessionId} version={version} />
+          <ContextView
+            rpc={rpc}
+            sessionId={sessionId}
+            version={version}
+            focus={selected}
+            positionOf={(id) => positions.get(id) ?? -1}
+          />
         ) : tab === "usage" ? (
           <UsageView rpc={rpc} sessionId={sessionId} version={version} usage={usage} />
         ) : (

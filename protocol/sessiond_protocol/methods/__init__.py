@@ -92,6 +92,8 @@ from .sessions import (
     NewResult,
     SetNameParams,
     SetNameResult,
+    TailParams,
+    TailResult,
 )
 from .sessions import METHODS as _SESSIONS
 from .stats import METHODS as _STATS
@@ -209,6 +211,8 @@ __all__ = [
     "StatusClient",
     "StatusMemory",
     "StatusSession",
+    "TailParams",
+    "TailResult",
     "TrackParams",
     "TrackResult",
     "TreeParams",

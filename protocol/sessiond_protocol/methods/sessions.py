@@ -172,6 +172,24 @@ class EntriesResult(Result):
     total: int
 
 
+class TailParams(SessionRef):
+    limit: int = Field(100, ge=1, le=1000, description="How many of the newest entries.")
+
+
+class TailResult(Result):
+    sessionId: str
+    path: str = Field(description="The session file.")
+    cwd: str = Field(description="Working directory (from the header, or the records; empty if unknown).")
+    format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
+    root: str = Field("sessiond", description="`sessiond`, `pi`, `claude`, `codex` or `opencode`.")
+    readOnly: bool = Field(False, description="Writes are refused with -32019 READ_ONLY.")
+    entries: list[Entry] = Field(description="The newest entries, in file order.")
+    exact: bool = Field(
+        description="Served by the open session (the same as `session/entries` at the end); false: read "
+        "from the end of the file without opening the session, a preview that `tree/get` supersedes."
+    )
+
+
 class SetNameParams(SessionRef):
     name: str
     durability: Durability | None = None
@@ -342,6 +360,16 @@ METHODS: dict[str, MethodSpec] = {
             EntriesResult,
             "Entries in file order, a page at a time (by offset or after an id).",
             (*SESSION_ERRORS, C.ENTRY_NOT_FOUND),
+            {"sessionId": EXAMPLE_SESSION_ID, "limit": 100},
+        ),
+        MethodSpec(
+            "session/tail",
+            TailParams,
+            TailResult,
+            "The newest entries, cheaply: a session that is not open is not opened (its file's last bytes "
+            "are read instead, for Pi and Claude Code files), so a viewer paints the end of a large session "
+            "before `session/subscribe` has loaded it.",
+            SESSION_ERRORS,
             {"sessionId": EXAMPLE_SESSION_ID, "limit": 100},
         ),
         MethodSpec(

@@ -167,6 +167,14 @@ async def _append(w: World) -> Any:
     return result
 
 
+@scenario("session/tail")
+async def _tail(w: World) -> Any:
+    sid, _prompt, answer = await w.chat()
+    result = await w.client.session_tail(sid, limit=1)
+    assert [e.model_dump()["id"] for e in result.entries] == [answer] and result.exact  # open: exact
+    return result
+
+
 @scenario("session/entries")
 async def _entries(w: World) -> Any:
     sid, prompt, answer = await w.chat()

@@ -1,0 +1,118 @@
+"""The proxy's one connection to the daemon: opened lazily, never retried after it failed.
+
+Recording is best-effort by design: the editor and the agent must not wait for the daemon,
+so when it cannot be reached (or started) the proxy says so once on stderr and keeps
+relaying without recording; a later daemon is not looked for again during this run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from .. import __version__
+from ..errors import SessiondError
+
+START_TIMEOUT: Final = 15.0
+REQUEST_TIMEOUT: Final = 60.0
+
+
+class Unavailable(Exception):
+    """The daemon cannot be reached (the message says why, for the one stderr line)."""
+
+
+class DaemonError(Exception):
+    """The daemon answered a request with an error (its JSON-RPC code and message)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class DaemonLink:
+    """Requests to the store's daemon (started when none answers, unless ``start`` is false)."""
+
+    def __init__(self, store: Path | None, socket: Path | None, *, start: bool = True) -> None:
+        self._store = store
+        self._socket = socket
+        self._start = start
+        self._client: Any = None
+        self._failed: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def failed(self) -> str | None:
+        """Why the daemon is unavailable (None: not known to be)."""
+        return self._failed
+
+    async def _open(self) -> Any:
+        from sessiond_client.client import Client  # noqa: PLC0415
+
+        from ..rpc.bridge import DaemonUnavailableError, connect_or_start  # noqa: PLC0415
+        from ..service.config import load_config  # noqa: PLC0415
+
+        try:
+            config = load_config(root=self._store, socket=self._socket)
+            if self._start:
+                reader, writer = await connect_or_start(config, _started)
+            else:
+                reader, writer = await asyncio.open_unix_connection(str(config.socket), limit=2**26)
+        except DaemonUnavailableError as exc:
+            raise Unavailable(f"cannot start the sessiond daemon: {exc.message}") from None
+        except SessiondError as exc:
+            raise Unavailable(f"sessiond's configuration is invalid: {exc.message}") from None
+        except OSError as exc:
+            raise Unavailable(f"no sessiond daemon answers ({exc.strerror or exc})") from None
+        client = Client(reader, writer)
+        info = {"name": "sessiond-acp", "version": __version__}
+        try:
+            await client.request(
+                "initialize", {"protocolVersion": 1, "clientInfo": info}, timeout=START_TIMEOUT
+            )
+            await client.notify("initialized", {})
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await client.close()
+            raise
+        return client
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        """The daemon's result; :class:`DaemonError` for its error answers, :class:`Unavailable`
+        when it cannot be reached (then every later call fails at once, too)."""
+        from sessiond_client.client import ConnectionClosedError, RpcError  # noqa: PLC0415
+
+        async with self._lock:
+            if self._failed is not None:
+                raise Unavailable(self._failed)
+            if self._client is None or self._client.closed:
+                try:
+                    self._client = await self._open()
+                except Unavailable as exc:
+                    self._failed = str(exc)
+                    raise
+                except (OSError, TimeoutError, ConnectionClosedError) as exc:
+                    self._failed = f"the sessiond daemon did not answer initialize ({exc})"
+                    raise Unavailable(self._failed) from None
+            client = self._client
+        try:
+            return await client.request(method, params, timeout=REQUEST_TIMEOUT)
+        except RpcError as exc:
+            raise DaemonError(exc.code, exc.message) from None
+        except (ConnectionClosedError, ConnectionError, TimeoutError) as exc:
+            self._failed = f"the sessiond daemon stopped answering ({type(exc).__name__})"
+            raise Unavailable(self._failed) from None
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+
+def _started(pid: int, log: Path) -> None:
+    """Said on stderr (the editor's agent log): stdout is the protocol."""
+    print(f"sessiond acp: started the sessiond daemon (pid {pid}, log {log})", file=sys.stderr, flush=True)

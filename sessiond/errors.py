@@ -324,6 +324,16 @@ class CheckpointNotFoundError(SessiondError):
         self.message_id = message_id
 
 
+class OwnerOnlyError(SessiondError):
+    """A request only the daemon's owner may make (on the Unix socket or stdio), sent over TCP or
+    the viewer's WebSocket."""
+
+    error_code = ErrorCode.INVALID_REQUEST
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"{method} is answered on the Unix socket only", method=method)
+
+
 class AuthenticationError(SessiondError):
     """``initialize`` without the TCP token of this server (or with a wrong one)."""
 

@@ -650,7 +650,9 @@ The server answers in the framing the client used.
 
 Either `$/cancelRequest {{"id": <request id>}}` (LSP) or `$/cancel_request {{"requestId": <request
 id>}}` (ACP) cancels a request in flight: it then fails with -32800 `REQUEST_CANCELLED`. A
-request that already finished is not affected.
+request that already finished is not affected. An id that is neither a string nor an integer
+(an object, an array, a fraction, null) is answered -32602 with `"id": null` and `data.field`
+(`id` or `requestId`); the connection goes on.
 
 ### Progress reporting
 

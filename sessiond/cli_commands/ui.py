@@ -16,6 +16,7 @@ from .base import (
     CliError,
     Output,
     add_daemon_options,
+    call,
     daemon_client,
     load_config,
     runner,
@@ -33,18 +34,25 @@ def register(sub: Any) -> None:
         description=(
             "Start the daemon when none runs, then open its session viewer: the list of sessions "
             "of every root, each session's tree, context, usage and file history, live. The URL "
-            "carries the store's access token in its fragment (never sent over the network); "
-            "anyone with it can use the daemon, so do not share it."
+            "carries a one-time code in its fragment (never sent over the network), good for one "
+            "page load within a minute; the store's long-lived token never leaves its file."
         ),
     )
     add_daemon_options(p)
     p.add_argument("session", nargs="?", metavar="SESSION", help="open this session directly")
     p.add_argument("--no-browser", action="store_true", help="print the URL instead of opening a browser")
+    p.add_argument(
+        "--new-token",
+        action="store_true",
+        help="first replace the store's access token (tcp.token): every page, code and TCP client "
+        "that used the old one is disconnected",
+    )
     p.set_defaults(handler=runner(cmd_ui))
 
 
-def viewer_url(info: dict[str, Any], token: str, session: str | None = None) -> str:
-    fragment = {"token": token}
+def viewer_url(info: dict[str, Any], code: str, session: str | None = None) -> str:
+    """The viewer's address with a one-time code in the fragment (which browsers never send)."""
+    fragment = {"code": code}
     if session:
         fragment["session"] = session
     return str(info["url"]) + "#" + urllib.parse.urlencode(fragment)
@@ -63,9 +71,14 @@ async def find_viewer(run_dir: Path, wait: float) -> dict[str, Any] | None:
 
 async def cmd_ui(args: argparse.Namespace, out: Output) -> int:
     config = load_config(args)
-    async with daemon_client(args, name="sessiond-ui"):
-        pass  # the daemon runs (it was started if needed), so its ui.json is there
-    info = await find_viewer(config.run_dir, INFO_WAIT)
+    async with daemon_client(args, name="sessiond-ui") as client:
+        # the daemon runs (it was started if needed), so its ui.json is there
+        info = await find_viewer(config.run_dir, INFO_WAIT)
+        minted = None
+        if info is not None:
+            # Not the token: the browser's command line is readable by every local user
+            # for as long as it runs. A code is good once, for a minute.
+            minted = await call(client, "daemon/viewerCode", {"newToken": bool(args.new_token)})
     if info is None:
         raise CliError(
             f"the daemon of the store {config.root} serves no viewer: it was started with --ui off, "
@@ -73,12 +86,8 @@ async def cmd_ui(args: argparse.Namespace, out: Output) -> int:
             f"{config.root / 'daemon.log'})",
             EXIT_UNREACHABLE,
         )
-    token_path = Path(str(info.get("tokenPath") or config.token_path))
-    try:
-        token = token_path.read_text().strip()
-    except OSError as exc:
-        raise CliError(f"cannot read the viewer's token {token_path}: {exc.strerror or exc}") from None
-    url = viewer_url(info, token, args.session)
+    assert minted is not None
+    url = viewer_url(info, str(minted["code"]), args.session)
     if out.json:
         out.emit({"url": url, "viewer": info["url"], "pid": info.get("pid")})
         if not args.no_browser:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import itertools
 import logging
 import time
@@ -39,6 +38,7 @@ from sessiond_protocol.methods import MAX_ENTRIES_PER_APPEND
 from ..errors import AuthenticationError
 from ..model.js_json import JSONParseError, dumps, parse
 from ..service.config import Limits
+from .auth import Credentials, Granted
 from .dispatch import Daemon, Json, Method, answer_now
 from .engine import Engine
 from .errors import ErrorAnswer
@@ -70,7 +70,7 @@ class Connection:
         limits: Limits,
         *,
         peer: str = "",
-        auth_token: str | None = None,
+        credentials: Credentials | None = None,
         on_close: Callable[[Connection], None] | None = None,
     ) -> None:
         """``source`` is a byte stream, which hands this connection its messages as they arrive
@@ -89,7 +89,12 @@ class Connection:
         self._writer = writer
         self._joins = self._stream is not None
         """A byte stream: queued messages may be joined into one write."""
-        self._auth_token = auth_token
+        self.credentials = credentials
+        """Set for anonymous transports (TCP, the viewer's WebSocket): ``initialize`` must
+        present a credential of theirs. None: the peer is the owner (Unix socket, stdio)."""
+        self.granted: Granted | None = None
+        """What this connection's credential granted (None before, or when none is needed)."""
+        self.generation = credentials.generation if credentials is not None else 0
         self._on_close = on_close
         self._context = {MAX_ENTRIES_PER_APPEND: limits.max_entries_per_append}
         """What params validators need besides the params: the limits that are settings."""
@@ -183,8 +188,19 @@ class Connection:
         return False
 
     def receive(self, body: bytes) -> bool:
-        """One message from the client; False once nothing more is to be read from it."""
-        self._receive(body)
+        """One message from the client; False once nothing more is to be read from it.
+
+        Nothing a message holds may escape from here: on a byte stream this runs in the event
+        loop's read callback, where an exception would abort the transport and drop the answers
+        already queued for the messages read before (an append stored but never acknowledged).
+        A bug is answered -32603 with id null and logged, and the connection goes on."""
+        try:
+            self._receive(body)
+        except Exception as exc:
+            log.exception("connection %s (%s): a message could not be handled", self.id, self.peer)
+            self._error(
+                None, ErrorCode.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}", {"closing": False}
+            )
         return not (self.exited or self.closed)
 
     def refuse(self, exc: MessageTooLargeError | FramingError) -> bool:
@@ -422,12 +438,21 @@ class Connection:
     def _notification(self, method: str, params: Json) -> None:
         if method == "exit":
             self.exited = True
-        elif method == "$/cancelRequest":
-            self.engine.cancel(params.get("id"))
-        elif method == "$/cancel_request":
-            request_id = params.get("requestId")
-            if isinstance(request_id, str | int):
+        elif method in ("$/cancelRequest", "$/cancel_request"):
+            field = "id" if method == "$/cancelRequest" else "requestId"
+            request_id = params.get(field)
+            if type(request_id) in (str, int):
                 self.engine.cancel(request_id)
+            else:
+                # A notification has no id to answer, so the error goes out with id null (as for
+                # a message that cannot be read); an object or array is no request id and would
+                # not even hash.
+                self._error(
+                    None,
+                    ErrorCode.INVALID_PARAMS,
+                    f"{method}: params.{field} must be the id of a request (a string or an integer)",
+                    {"field": field},
+                )
         elif method in ("initialized", "$/setTrace"):
             pass
         else:
@@ -494,10 +519,25 @@ class Connection:
             raise ConnectionError(f"connection {self.id} is closed")
         return await self.engine.ask(method, params)
 
-    def check_token(self, token: str | None) -> None:
-        if self._auth_token is None:
-            return
-        if type(token) is not str or not hmac.compare_digest(token, self._auth_token):
+    @property
+    def owner(self) -> bool:
+        """On the Unix socket (uid checked) or stdio: no credential needed."""
+        return self.credentials is None
+
+    @property
+    def anonymous(self) -> bool:
+        """Not initialized yet on a transport that needs a credential (its own small budget)."""
+        return self.credentials is not None and not self.initialized
+
+    def check_token(self, token: str | None) -> str | None:
+        """Raise ``AuthenticationError`` unless ``token`` is a credential of this server (on
+        TCP and the viewer's WebSocket); the viewer token to hand back when it was a one-time
+        code."""
+        credentials = self.credentials
+        if credentials is None:
+            return None
+        granted = credentials.check(token) if type(token) is str else None
+        if granted is None:
             log.warning(
                 "connection %s (%s): refused: %s authToken",
                 self.id,
@@ -507,6 +547,10 @@ class Connection:
             self.shutting_down = True
             asyncio.get_running_loop().call_later(0.05, self.close)
             raise AuthenticationError()
+        self.granted = granted
+        if granted.viewer is not None:
+            credentials.opened(granted.viewer)
+        return granted.issued
 
 
 _last_update: tuple[dict[str, Any], str, Framing, bytes] | None = None

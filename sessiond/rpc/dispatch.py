@@ -77,6 +77,14 @@ class Daemon(Protocol):
     @property
     def connections(self) -> Iterable[Caller]: ...
 
+    def admission_status(self) -> dict[str, int | None]:
+        """Connections not yet initialized, refused, timed out; the open-file limit."""
+        ...
+
+    def viewer_code(self, new_token: bool) -> dict[str, Any]:
+        """``daemon/viewerCode``: a one-time code (after rotating the token if asked)."""
+        ...
+
 
 class Caller(Peer, Protocol):
     """What a handler sees of the connection its request came on (``rpc.connection.Connection``).
@@ -97,8 +105,19 @@ class Caller(Peer, Protocol):
     summarizer: bool
     shutting_down: bool
 
-    def check_token(self, token: str | None) -> None:
-        """Raise ``AuthenticationError`` unless ``token`` is this server's (TCP)."""
+    @property
+    def anonymous(self) -> bool:
+        """Not initialized yet on a transport that needs a credential (TCP, the viewer)."""
+        ...
+
+    @property
+    def owner(self) -> bool:
+        """On the Unix socket (uid checked) or stdio: no credential needed."""
+        ...
+
+    def check_token(self, token: str | None) -> str | None:
+        """Raise ``AuthenticationError`` unless ``token`` is a credential of this server (TCP,
+        the viewer); the viewer token to hand back when it was a one-time code."""
 
     def progress(self, token: str | int, kind: str, **value: Any) -> None: ...
 

@@ -17,7 +17,7 @@ from sessiond_protocol import METHODS, PROTOCOL_VERSION
 from sessiond_protocol import methods as M
 
 from .. import __version__
-from ..errors import ProtocolVersionError
+from ..errors import OwnerOnlyError, ProtocolVersionError
 from ..model.js import UNDEFINED
 from .dispatch import Caller, Json, MethodTable
 from .status import daemon_status as status
@@ -44,7 +44,7 @@ SESSION_UPDATES = (
 @HANDLERS.method("initialize")
 def initialize(call: Caller, p: M.InitializeParams) -> M.InitializeResult:
     """Check and apply ``initialize`` at receipt, so requests pipelined behind it see its effect."""
-    call.check_token(p.authToken)
+    issued = call.check_token(p.authToken)
     if p.protocolVersion != PROTOCOL_VERSION:
         raise ProtocolVersionError(p.protocolVersion, PROTOCOL_VERSION)
     capabilities = p.capabilities
@@ -65,7 +65,17 @@ def initialize(call: Caller, p: M.InitializeParams) -> M.InitializeResult:
             "durability": ["buffered", "fsync"],
             "estimator": call.service.estimator.name,
         },
+        viewerToken=issued,
     )
+
+
+@HANDLERS.method("daemon/viewerCode")
+async def viewer_code(call: Caller, p: M.ViewerCodeParams) -> M.ViewerCodeResult:
+    """Only the owner's connections mint codes: a client that got in with a code or the token
+    gains nothing by it, but must not be able to rotate the owner's token away."""
+    if not call.owner or call.daemon is None:
+        raise OwnerOnlyError("daemon/viewerCode")
+    return M.ViewerCodeResult.model_construct(**call.daemon.viewer_code(p.newToken))
 
 
 @HANDLERS.method("shutdown")

@@ -21,6 +21,7 @@ import errno
 import fcntl
 import logging
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -38,6 +39,8 @@ from ..errors import SessiondError
 from ..net.loopback import parse_loopback
 from ..service.config import Config, ConfigError
 from ..service.service import Service
+from ..store.bounded import set_line_limit
+from .auth import Credentials
 from .connection import Connection
 from .methods import HANDLERS
 from .stream import MessageStream, OpenCallback, OutFlow
@@ -148,6 +151,91 @@ def read_or_create_token(path: Path) -> str:
     return token
 
 
+OPEN_FILES_CEILING = 1 << 20
+"""The soft open-file limit is raised to the hard one, but not past this (an unlimited hard
+limit)."""
+
+
+def raise_open_files_limit() -> int | None:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; the soft limit now (None: unknown).
+
+    The usual soft limit is 1,024 while the hard one is far higher: 1,100 half-open HTTP
+    requests to the viewer took the daemon to EMFILE, and it stopped accepting its owner's
+    clients. Every connection budget is kept below what this returns."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return None
+    target = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_CEILING)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError) as exc:
+            log.warning("cannot raise the open-file limit from %d to %d: %s", soft, target, exc)
+    return int(soft) if soft != resource.RLIM_INFINITY else OPEN_FILES_CEILING
+
+
+class AcceptBackoff:
+    """The event loop's handler for errors nobody awaits, quiet about running out of files.
+
+    asyncio already stops accepting on a listening socket for a second when ``accept`` fails
+    with EMFILE/ENFILE/ENOBUFS/ENOMEM, but logs each failure with a traceback (12,778 in 9 s
+    under a flood). Here an episode is logged once when it starts, and once when it is over
+    (how many accepts failed); anything else goes to the default handler."""
+
+    QUIET = 10.0
+    """Seconds without a failed accept that end an episode."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        self.episodes = 0
+        self.failures = 0
+        self._last = -1e18
+        self._in_episode = 0
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        message = str(context.get("message", ""))
+        if isinstance(exc, ValueError) and "_start_serving" in repr(context.get("handle")):
+            # a retry asyncio scheduled after a failed accept, run after its server closed
+            log.debug("a listener closed while it waited to accept again")
+            return
+        if not (isinstance(exc, OSError) and message.startswith("socket.accept() out of system resource")):
+            loop.default_exception_handler(context)
+            return
+        now = self._clock()
+        self.failures += 1
+        if now - self._last > self.QUIET:
+            if self._in_episode:
+                log.warning("the previous episode is over; %d accepts had failed", self._in_episode)
+            self.episodes += 1
+            self._in_episode = 0
+            log.warning(
+                "cannot accept connections: %s (open-file limit %s); retrying every second, "
+                "logged once until it is over",
+                exc.strerror or exc,
+                _soft_nofile(),
+            )
+            loop.call_later(self.QUIET + 0.5, self._maybe_over)
+        self._in_episode += 1
+        self._last = now
+
+    def _maybe_over(self) -> None:
+        if self._in_episode and self._clock() - self._last > self.QUIET:
+            log.warning("accepting connections again; %d accepts had failed", self._in_episode)
+            self._in_episode = 0
+        elif self._in_episode:
+            asyncio.get_running_loop().call_later(self.QUIET, self._maybe_over)
+
+
+def _soft_nofile() -> str:
+    try:
+        return str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except (OSError, ValueError):
+        return "unknown"
+
+
 def parse_tcp(address: str) -> tuple[str, int]:
     """``--tcp HOST:PORT``: loopback only, as the viewer (:mod:`sessiond.net.loopback`)."""
     return parse_loopback(address, owner="--tcp", field="tcp")
@@ -167,10 +255,23 @@ class Daemon:
         self.viewer: ViewerServer | None = None
         self.tcp_address: str | None = None
         self.started_at = time.time()
+        self._credentials: Credentials | None = None
+        self.refused = 0
+        """Connections refused since the start because their budget was full."""
+        self.timed_out = 0
+        """Connections closed since the start for not completing ``initialize`` in time."""
+        self.open_files_limit: int | None = None
+
+    @property
+    def credentials(self) -> Credentials:
+        """The token of ``<store>/tcp.token`` (created on first use), codes, viewer tokens."""
+        if self._credentials is None:
+            self._credentials = Credentials(self.config.token_path, read_or_create_token)
+        return self._credentials
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(self, source: Any, writer: Any, peer: str, token: str | None) -> Connection:
+    def _connection(self, source: Any, writer: Any, peer: str, credentials: Credentials | None) -> Connection:
         conn = Connection(
             source,
             writer,
@@ -178,16 +279,106 @@ class Daemon:
             self.service,
             self.config.limits,
             peer=peer,
-            auth_token=token,
+            credentials=credentials,
             on_close=self._closed,
         )
         conn.daemon = self
         self.connections.add(conn)
+        if peer != "stdio":
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.config.limits.initialize_timeout, self._initialize_deadline, conn)
         return conn
 
     def _closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
         self.service.release(conn)
+        granted = conn.granted
+        if granted is not None and granted.viewer is not None and self._credentials is not None:
+            self._credentials.closed(granted.viewer)
+
+    def _initialize_deadline(self, conn: Connection) -> None:
+        """A connection that has not completed ``initialize`` in time is closed: an anonymous
+        one would otherwise hold its place for good (and the owner's socket needs none of it)."""
+        if conn.initialized or conn.closed:
+            return
+        self.timed_out += 1
+        timeout = self.config.limits.initialize_timeout
+        log.info("connection %s (%s): no initialize within %g s; closing it", conn.id, conn.peer, timeout)
+        conn.send(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": int(ErrorCode.SERVER_NOT_INITIALIZED),
+                    "message": f"No initialize within {timeout:g} s: closing the connection",
+                    "data": {"closing": True, "timeout": timeout},
+                },
+            }
+        )
+        conn.close()
+
+    # ------------------------------------------------------------------ admission
+
+    def _refusal(self, anonymous: bool) -> str | None:
+        """Why a new connection cannot be let in now, or None.
+
+        Two budgets, so that clients nobody has authenticated cannot lock the owner out: the
+        owner's (the Unix socket, and TCP/WebSocket clients once their ``initialize`` presented
+        a credential) is ``max_connections``; connections on TCP and the viewer's WebSocket that
+        have not done so yet have ``max_anonymous_connections`` of their own and
+        ``initialize_timeout`` to do it."""
+        limits = self.config.limits
+        anonymous_open = sum(1 for c in self.connections if c.anonymous)
+        if anonymous:
+            if anonymous_open >= limits.max_anonymous_connections:
+                return f"{anonymous_open} unauthenticated connections open"
+            return None
+        owners = len(self.connections) - anonymous_open
+        if owners >= limits.max_connections:
+            return f"{owners} connections open"
+        return None
+
+    def _refuse_logged(self, why: str) -> dict[str, Any]:
+        self.refused += 1
+        log.warning("refusing a connection: %s", why)
+        return {
+            "code": -32001,
+            "message": f"Overloaded, retry: too many connections ({why})",
+            "data": {"closing": True, "reason": why},
+        }
+
+    def admission_status(self) -> dict[str, int | None]:
+        return {
+            "anonymous": sum(1 for c in self.connections if c.anonymous),
+            "refused": self.refused,
+            "timedOut": self.timed_out,
+            "openFilesLimit": self.open_files_limit,
+        }
+
+    def viewer_connection_cap(self) -> int:
+        """The viewer's HTTP and WebSocket connections at once: ``max_viewer_connections``, and
+        never more than a quarter of the open-file limit (its floods must not starve the rest)."""
+        cap = self.config.limits.max_viewer_connections
+        if self.open_files_limit is not None:
+            cap = min(cap, max(8, self.open_files_limit // 4))
+        return cap
+
+    def _viewer_refused(self) -> None:
+        self.refused += 1
+
+    def viewer_code(self, new_token: bool) -> dict[str, Any]:
+        credentials = self.credentials
+        if new_token:
+            credentials.rotate()
+            for conn in list(self.connections):
+                if conn.credentials is not None and conn.generation < credentials.generation:
+                    log.info("connection %s (%s): closed, the token was replaced", conn.id, conn.peer)
+                    conn.close()
+            log.warning(
+                "the access token was replaced (%s); old codes and viewer tokens ended", credentials.path
+            )
+        code, ttl = credentials.issue_code()
+        return {"code": code, "expiresInSeconds": ttl, "url": self.viewer.url if self.viewer else None}
 
     async def _serve(self, conn: Connection) -> None:
         task = asyncio.current_task()
@@ -204,18 +395,18 @@ class Daemon:
         timeout = limits.header_timeout if header_timeout else None
         return MessageStream(limits.max_message_bytes, limits.max_header_bytes, timeout, on_open)
 
-    def _start(self, stream: MessageStream, peer: str, token: str | None) -> None:
+    def _start(self, stream: MessageStream, peer: str, credentials: Credentials | None) -> None:
         """Serve a stream whose peer was accepted: its connection runs as a task of its own."""
-        conn = self._connection(stream, stream, peer, token)
+        conn = self._connection(stream, stream, peer, credentials)
         task = asyncio.ensure_future(self._serve(conn))
         self._tasks.add(task)  # held from now on, not only once it started
         task.add_done_callback(self._tasks.discard)
 
-    def _full(self, stream: MessageStream) -> bool:
-        if len(self.connections) < self.config.limits.max_connections:
+    def _full(self, stream: MessageStream, *, anonymous: bool) -> bool:
+        why = self._refusal(anonymous)
+        if why is None:
             return False
-        log.warning("refusing a connection: %d connections open", len(self.connections))
-        error = {"code": -32001, "message": "Overloaded, retry: too many connections"}
+        error = self._refuse_logged(why)
         stream.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + b"\n")
         stream.close()
         return True
@@ -230,16 +421,16 @@ class Daemon:
             )
             stream.close()
             return
-        if self._full(stream):
+        if self._full(stream, anonymous=False):
             return
         self._start(stream, f"unix uid={uid}", None)
 
-    def _on_tcp(self, stream: MessageStream, token: str) -> None:
+    def _on_tcp(self, stream: MessageStream) -> None:
         assert stream.transport is not None
         peer = stream.transport.get_extra_info("peername")
-        if self._full(stream):
+        if self._full(stream, anonymous=True):
             return
-        self._start(stream, f"tcp {peer}", token)
+        self._start(stream, f"tcp {peer}", self.credentials)
 
     # ------------------------------------------------------------------ listening
 
@@ -264,13 +455,10 @@ class Daemon:
 
     async def listen_tcp(self, address: str) -> tuple[str, int]:
         host, port = parse_tcp(address)
-        token = read_or_create_token(self.config.token_path)
-
-        def on_connect(stream: MessageStream) -> None:
-            self._on_tcp(stream, token)
+        _ = self.credentials.token  # created (or its file checked) before the first client
 
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: self._stream(on_connect), host=host, port=port)
+        server = await loop.create_server(lambda: self._stream(self._on_tcp), host=host, port=port)
         self._servers.append(server)
         bound = server.sockets[0].getsockname()
         self.tcp_address = f"{bound[0]}:{bound[1]}"
@@ -281,19 +469,25 @@ class Daemon:
         """The web viewer (page + WebSocket) on loopback; its URL is also written to ui.json."""
         from ..web.server import ViewerServer  # noqa: PLC0415 (websockets only when serving it)
 
-        token = read_or_create_token(self.config.token_path)
+        credentials = self.credentials
+        _ = credentials.token  # created (or its file checked) before the first client
 
         async def open_connection(source: Any, writer: Any, peer: str) -> None:
-            if len(self.connections) >= self.config.limits.max_connections:
-                log.warning("refusing a connection: %d connections open", len(self.connections))
-                error = {"code": -32001, "message": "Overloaded, retry: too many connections"}
+            why = self._refusal(anonymous=True)
+            if why is not None:
+                error = self._refuse_logged(why)
                 writer.write(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
                 with contextlib.suppress(ConnectionError):
                     await writer.drain()
                 return
-            await self._serve(self._connection(source, writer, peer, token))
+            await self._serve(self._connection(source, writer, peer, credentials))
 
-        viewer = ViewerServer(open_connection, max_message_bytes=self.config.limits.max_message_bytes)
+        viewer = ViewerServer(
+            open_connection,
+            max_message_bytes=self.config.limits.max_message_bytes,
+            max_connections=self.viewer_connection_cap(),
+            on_refused=self._viewer_refused,
+        )
         await viewer.start(host, port)
         viewer.write_info(self.config.run_dir, self.config.token_path)
         self.viewer = viewer
@@ -329,6 +523,8 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
+        loop.set_exception_handler(AcceptBackoff())
+        self.open_files_limit = raise_open_files_limit()
         try:
             if ui is not None:
                 # before the socket: a client that can connect finds the viewer's ui.json
@@ -401,6 +597,7 @@ def serve(config: Config, *, tcp: str | None = None, stdio: bool = False, ui: st
     if ui is None:
         ui = config.ui.listen if config.ui.enabled and not stdio else "off"
     viewer = None if ui == "off" else parse_address(ui)
+    set_line_limit(config.limits.max_line_bytes)
     lock = StoreLock(config.lock_path)
     config.layout.ensure_dirs()
     lock.acquire()

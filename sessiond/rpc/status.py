@@ -19,6 +19,7 @@ from sessiond_protocol import methods as M
 from .. import __version__
 from ..store import allocator
 from ..store.memory import BUDGET
+from ..store.regular import COUNTS
 
 if TYPE_CHECKING:
     from .dispatch import Caller
@@ -94,6 +95,8 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
         clients=clients,
         memory=memory_status(held),
         watching=watching_status(conn),
+        files={"notRegular": COUNTS.not_regular, "oversizedLines": COUNTS.oversized_lines},
+        admission=daemon.admission_status() if daemon is not None else None,
     )
 
 

@@ -90,14 +90,21 @@ def _private_file(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection in the index's settings (autocommit off: the caller commits batches)."""
+def connect(path: Path, *, readonly: bool = False, reader: bool = False) -> sqlite3.Connection:
+    """A connection in the index's settings (autocommit off: the caller commits batches).
+
+    ``reader``: the queries' connection beside the writer thread's. It sets nothing that needs a
+    write lock (the journal mode and auto-vacuum are the writer's), and refuses writes: a pragma
+    that briefly took the write lock made the writer's transaction fail "database is locked",
+    which it took for a damaged index."""
     if readonly:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
     else:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA busy_timeout = 5000")
-    if not readonly:
+    if reader:
+        db.execute("PRAGMA query_only = 1")
+    elif not readonly:
         # Takes effect on a new, empty file only (before WAL mode writes its first page): pages
         # the build's merged-away FTS5 segments held are then given back (incremental_vacuum).
         db.execute("PRAGMA auto_vacuum = INCREMENTAL")

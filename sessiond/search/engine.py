@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from ..errors import InvalidArgumentError
+from ..store.regular import open_regular
 from . import index as ix
 from .database import FILE_NAME, connect, discard, open_index
 from .index import FileMeta, Filters, Page, Signature
@@ -40,6 +41,9 @@ from .index import FileMeta, Filters, Page, Signature
 log = logging.getLogger("sessiond.search")
 
 BATCH_WAIT_S: Final = 0.02
+LOCKED_RETRIES = 5
+"""Times a batch that found the file busy ("database is locked") is tried again before the
+index is taken for damaged and rebuilt."""
 """How long the writer waits for more events before writing a batch."""
 TAIL_BYTES: Final = 4096
 BUILD_SLICE_S: Final = 0.25
@@ -114,7 +118,7 @@ def index_path(store_root: Path) -> Path:
 def stat_signature(path: str) -> Signature | None:
     """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO named like a session must not block the index
             st = os.fstat(f.fileno())
             if st.st_size > TAIL_BYTES:
                 f.seek(st.st_size - TAIL_BYTES)
@@ -222,7 +226,7 @@ class SearchEngine:
         self.ready.wait(30)
         with self._reader_lock:
             if self._reader is None:
-                self._reader = connect(self.path)
+                self._reader = connect(self.path, reader=True)
             try:
                 return ix.search(
                     self._reader,
@@ -294,18 +298,33 @@ class SearchEngine:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-        try:
-            self._apply(items)
-            if self._pending:
-                self._build_slice()
-        except sqlite3.DatabaseError as exc:
-            if self._stopped:
-                return
-            log.warning("search index %s failed (%s): rebuilding it from the sessions", self.path, exc)
-            self._reset()
-            for item in items:
-                if isinstance(item, _Barrier):
-                    item.done.set()
+        failure = self._apply_batch(items)
+        if failure is None or self._stopped:
+            return
+        log.warning("search index %s failed (%s): rebuilding it from the sessions", self.path, failure)
+        self._reset()
+        for item in items:
+            if isinstance(item, _Barrier):
+                item.done.set()
+
+    def _apply_batch(self, items: list[Any]) -> sqlite3.DatabaseError | None:
+        """Apply a batch; the error that makes the index look damaged, or None. A busy file
+        ("database is locked": another process on it, a checkpoint) is not damage: the batch was
+        rolled back whole, so it is tried again a few times first."""
+        for attempt in range(LOCKED_RETRIES + 1):
+            try:
+                self._apply(items)
+                if self._pending:
+                    self._build_slice()
+                return None
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == LOCKED_RETRIES or self._stopped:
+                    return exc
+                log.info("search index %s busy (%s): trying the batch again", self.path, exc)
+                time.sleep(0.05 * (attempt + 1))
+            except sqlite3.DatabaseError as exc:
+                return exc
+        return None
 
     def _apply(self, items: list[Any]) -> None:
         db = self._db

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from ..store.regular import read_regular
+
 
 class PiFile:
     """What the engine reads of a session (``OpenedSession``), from a v3 file's lines."""
@@ -46,7 +48,7 @@ class PiFile:
 
 def read_pi_v3(path: Path) -> PiFile | None:
     """The file's header and entries if it is a v3 Pi session, else ``None``."""
-    data = path.read_bytes()
+    data = read_regular(path)  # never blocks on a FIFO (an OSError, like a missing file)
     end = data.rfind(b"\n")
     lines = data[: end + 1].splitlines() if end >= 0 else []
     if not lines:

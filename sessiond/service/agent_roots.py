@@ -29,9 +29,11 @@ import orjson
 
 from ..formats.codex import Rollout, origin, parse_rollout, parse_session_index
 from ..formats.codex.listing import first_prompt
+from ..store.bounded import BoundedLines, describe_plain
 from ..store.codex import INDEX_FILE
 from ..store.listing import SessionInfo
 from ..store.opencode import DB_NAME, OpenCodeDatabase, OpenCodeJsonStore, db_session_path
+from ..store.regular import open_regular
 
 ROLLOUT: Final = re.compile(
     r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -159,8 +161,9 @@ class CodexListing:
 
 
 def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, Any]]:
-    with open(path, "rb") as f:
-        data = f.read()
+    with open_regular(path) as f:
+        # complete lines, none over the line limit (a placeholder instead: store.bounded)
+        data = b"".join(BoundedLines(f.fileno(), 0, os.fstat(f.fileno()).st_size, describe_plain))
     head = data[:HEAD_BYTES]
     rollout: Rollout = parse_rollout(head[: head.rfind(b"\n") + 1], str(path))
     prompt = first_prompt(rollout)

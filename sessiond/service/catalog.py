@@ -27,6 +27,7 @@ from ..store.journal import Durability
 from ..store.layout import ensure_within, validate_session_id
 from ..store.listing import ListingCache, SessionInfo, list_dir, list_sessions_in, read_header, scan_session
 from ..store.opencode import OpenCodeSession
+from ..store.regular import NotRegularFileError, SymlinkRefusedError
 from ..store.session import ReadableSession, Session
 from .agent_roots import (
     CodexListing,
@@ -85,6 +86,12 @@ class Catalog:
                     return root, found
                 continue
             for candidate in sorted(root.path.glob(f"*/*_{session_id}.jsonl")):
+                if root.read_only_reason is None and candidate.is_symlink():
+                    # refused before anything is read through it: whether the target parses
+                    # must not show in the answer (security.md)
+                    raise PathEscapeError(
+                        str(candidate), str(root.path), "the session file is a symbolic link"
+                    )
                 header = read_header(candidate)
                 if header is not None and header.get("id") == session_id:
                     return root, candidate
@@ -101,6 +108,16 @@ class Catalog:
         raise SessionNotFoundError(session_id)
 
     def open(self, root: Root, path: Path, durability: Durability) -> ReadableSession:
+        """The session in ``path``; a FIFO or other special file is not a session (-32021), a
+        link in a writable root is refused before its target is opened (-32016)."""
+        try:
+            return self._open(root, path, durability)
+        except NotRegularFileError as exc:
+            raise NotASessionError(str(path), f"it is not a regular file but a {exc.kind}") from None
+        except SymlinkRefusedError:
+            raise PathEscapeError(str(path), str(root.path), "the session file is a symbolic link") from None
+
+    def _open(self, root: Root, path: Path, durability: Durability) -> ReadableSession:
         if root.format == "claude-code":
             return ClaudeSession.open(path)
         if root.format == "codex":

@@ -19,6 +19,10 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     max_in_flight = 64
     notification_queue = 4096
     header_timeout = 30.0
+    max_anonymous_connections = 32
+    initialize_timeout = 10.0
+    max_viewer_connections = 128
+    max_line_bytes = 8388608         # longer lines of other agents' files: "oversized" entries
     [compaction]                     # defaults for every session (compaction/settings overrides)
     enabled = true                   # automatic threshold and overflow compaction
     reserve_tokens = 16384
@@ -116,6 +120,17 @@ class Limits:
     """Outgoing bytes queued for one connection before it is disconnected."""
     header_timeout: float = 30.0
     """Seconds a connection may take to send a complete message header once it started one."""
+    max_anonymous_connections: int = 32
+    """TCP and viewer WebSocket connections open at once that have not authenticated yet (a
+    budget apart from ``max_connections``: they cannot lock the owner out)."""
+    initialize_timeout: float = 10.0
+    """Seconds a new connection (not stdio) has to complete ``initialize``; then it is closed."""
+    max_viewer_connections: int = 128
+    """The viewer's HTTP and WebSocket connections at once (half-open requests included); never
+    more than a quarter of the open-file limit."""
+    max_line_bytes: int = 8 * 1024 * 1024
+    """Longest line read from another agent's file (Claude Code, Codex); a longer one becomes an
+    ``oversized`` placeholder entry, never read into memory."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ repeating an entry's uuid, for one) makes :meth:`ClaudeSession.ingest` ask for a
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,10 +51,12 @@ from ..model.tokens import (
     TokenEstimator,
     estimate_projected_context_tokens,
 )
+from .bounded import BoundedLines, describe_claude, line_limit
 from .claude_files import find_subagents
 from .foreign import foreign_header, grown_to
 from .index import SessionIndex
 from .memory import BUDGET, MemoryBudget
+from .regular import open_regular_fd
 from .session import IndexedSession, IngestResult
 
 READ_ONLY: Final = "it is a Claude Code transcript; sessiond never writes another agent's file"
@@ -111,6 +113,8 @@ class ClaudeSession(IndexedSession):
         self._fd = fd
         self._inode = os.fstat(fd).st_ino
         self._read_end = read_end
+        self._skip_scanned: int | None = None
+        """The unterminated tail is over the line limit: scanned for its end up to here."""
         index.read_body = self._pread
         index.decode = self._decode
         with paused_gc():
@@ -126,10 +130,13 @@ class ClaudeSession(IndexedSession):
     @classmethod
     def open(cls, path: Path, *, budget: MemoryBudget = BUDGET) -> ClaudeSession:
         path = Path(path)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular_fd(path)
         try:
-            live, entries = LiveTranscript.read(_complete_lines(fd), str(path))
-            return cls(path, live, entries, live.t.end, fd, budget)
+            lines = BoundedLines(fd, 0, os.fstat(fd).st_size, describe_claude)
+            live, entries = LiveTranscript.read(lines, str(path))
+            session = cls(path, live, entries, live.t.end, fd, budget)
+            session._skip_scanned = lines.skip_scanned
+            return session
         except BaseException:
             os.close(fd)
             raise
@@ -145,6 +152,8 @@ class ClaudeSession(IndexedSession):
     # ------------------------------------------------------------------ the file
 
     def _pread(self, offset: int, length: int) -> bytes:
+        if length > line_limit():  # an oversized line: its placeholder, never the line
+            return describe_claude(self._fd, offset, length)
         return os.pread(self._fd, length, offset)
 
     def _decode(self, raw: bytes) -> Any:
@@ -160,8 +169,17 @@ class ClaudeSession(IndexedSession):
         positions = [index.position(tree.get(u)) for u in uuids]
         out: dict[str, dict[str, Any]] = {}
         with paused_gc():
+            limit = line_limit()
             for first, run in index.spans(positions):
                 last = run[-1][0]
+                if any(index.lengths[pos] > limit for pos, _ in run):
+                    # one read across an oversized line would read it: the lines one by one
+                    for pos, i in run:
+                        kind, record = parse_line(
+                            self._pread(int(index.offsets[pos]), int(index.lengths[pos]))
+                        )
+                        out[uuids[i]] = record if kind == 0 and type(record) is dict else {}
+                    continue
                 data = self._pread(first, index.offsets[last] + index.lengths[last] - first)
                 for pos, i in run:
                     at = index.offsets[pos] - first
@@ -173,7 +191,7 @@ class ClaudeSession(IndexedSession):
         """The transcript as far as it was read, parsed whole (for what needs every record:
         linking sub-agents, file-history checkpoints). Costs a full parse: not kept."""
         with self._lock:
-            data = os.pread(self._fd, self._read_end, 0)
+            data = b"".join(BoundedLines(self._fd, 0, self._read_end, describe_claude))
         return parse_transcript(data, str(self.path))
 
     @property
@@ -354,13 +372,19 @@ class ClaudeSession(IndexedSession):
             size = grown_to(self.path, self._inode, self._read_end, result)
             if size is None or size == self._read_end:
                 return result
-            data = os.pread(self._fd, size - self._read_end, self._read_end)
-            end = data.rfind(b"\n") + 1
-            result.bytes_read = len(data)
-            result.partial_tail = end < len(data)
+            # complete lines only, none over the line limit held (a placeholder instead); a
+            # tail growing past the limit without a newline is scanned on from where it was
+            lines = BoundedLines(
+                self._fd, self._read_end, size, describe_claude, skip_scanned=self._skip_scanned
+            )
+            pieces = list(lines)
+            self._skip_scanned = lines.skip_scanned
+            end = lines.pos - self._read_end
+            result.bytes_read = size - self._read_end
+            result.partial_tail = lines.pos < size
             if not end:
                 return result
-            growth = self.live.extend(data[:end] if end < len(data) else data, self._fetch)
+            growth = self.live.extend(pieces, self._fetch)
             self._read_end += end
             if growth.reload is not None:
                 result.reload_required = (
@@ -403,24 +427,3 @@ class ClaudeSession(IndexedSession):
             tree.set_leaf(leaf)
         elif self.live.g.order:
             tree.set_leaf(self.live.g.order[-1])
-
-
-_READ_PIECE: Final = 4 * 1024 * 1024
-
-
-def _complete_lines(fd: int) -> Iterator[bytes]:
-    """The file's complete lines from the start, in pieces of about 4 MiB that end with a
-    newline: a cold read parses them without holding the whole file beside its records. A
-    line still being written (no newline yet) is left for when it is complete."""
-    offset = 0
-    rest = b""
-    while True:
-        block = os.pread(fd, _READ_PIECE, offset)
-        if not block:
-            return
-        offset += len(block)
-        block = rest + block if rest else block
-        cut = block.rfind(b"\n") + 1
-        if cut:
-            yield block[:cut] if cut != len(block) else block
-        rest = block[cut:]

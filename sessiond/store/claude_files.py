@@ -24,6 +24,8 @@ from ..formats.claude_code import (
     parse_transcript,
     sniff,
 )
+from .bounded import BoundedLines, describe_claude
+from .regular import open_regular, read_regular
 
 SNIFF_BYTES: Final = 1 << 20
 """How much of a file :func:`is_claude_code_file` reads at most."""
@@ -33,8 +35,15 @@ _HEAD_LINES: Final = 8
 
 def load_transcript(path: str | os.PathLike[str]) -> ClaudeTranscript:
     """Read a whole transcript file (read-only) and parse it. Raises ``OSError`` only."""
-    with open(path, "rb") as f:
-        data = f.read()
+    with open_regular(path) as f:
+        # never a line over the limit in memory: a placeholder stands in (see store.bounded);
+        # a torn last line is read as before (the listing shows what is there)
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        lines = BoundedLines(fd, 0, size, describe_claude)
+        data = b"".join(lines)
+        if lines.skip_scanned is None and lines.pos < size:
+            data += os.pread(fd, size - lines.pos, lines.pos)
     return parse_transcript(data, os.fspath(path))
 
 
@@ -45,8 +54,7 @@ def is_claude_code_file(path: str | os.PathLike[str]) -> bool:
     :func:`~sessiond.formats.claude_code.sniff` for what says yes.
     """
     try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
+        head = read_regular(path, SNIFF_BYTES)
     except OSError:
         return False
     return sniff(head, truncated=len(head) == SNIFF_BYTES)
@@ -55,7 +63,7 @@ def is_claude_code_file(path: str | os.PathLike[str]) -> bool:
 def file_session_id(path: Path) -> str | None:
     """``sessionId`` of the first record that has one, reading a few lines at most."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return first_session_id(itertools.islice(f, _HEAD_LINES))
     except OSError:
         return None

@@ -21,8 +21,11 @@ from typing import Any, Final
 
 from ..formats.codex import Rollout, Thread, extend_rollout, origin, parse_rollout
 from ..formats.codex.records import SESSION_META, Record
+from ..formats.lines import OversizedLine
 from ..model.js import key
+from .bounded import BoundedLines, describe_plain
 from .foreign import ForeignSession, foreign_header, grown_to
+from .regular import open_regular, read_regular
 from .session import IngestResult
 
 READ_ONLY: Final = "it is a Codex CLI rollout; sessiond never writes another agent's file"
@@ -34,8 +37,7 @@ def is_codex_rollout(path: str | os.PathLike[str]) -> bool:
     from ..formats.codex.records import looks_like_rollout  # noqa: PLC0415
 
     try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
+        head = read_regular(path, 1 << 20)
     except OSError:
         return False
     return looks_like_rollout(head)
@@ -85,6 +87,8 @@ class CodexSession(ForeignSession):
     format_name = "Codex"
 
     def __init__(self, path: Path, rollout: Rollout, inode: int | None, title: str | None = None) -> None:
+        self._skip_scanned: int | None = None
+        """The unterminated tail is over the line limit: scanned for its end up to here."""
         sid = rollout.session_id or _id_from_name(path)
         meta = rollout.meta or {}
         ts = meta.get("timestamp")
@@ -106,11 +110,15 @@ class CodexSession(ForeignSession):
     @classmethod
     def open(cls, path: Path, **_: Any) -> CodexSession:
         path = Path(path)
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             st = os.fstat(f.fileno())
-            data = f.read()
-        rollout = parse_rollout(data, str(path))
-        return cls(path, rollout, st.st_ino, read_title(path, rollout.session_id))
+            lines = BoundedLines(f.fileno(), 0, st.st_size, describe_plain)
+            pieces = list(lines)
+        rollout = parse_rollout(b"".join(pieces), str(path))
+        _bounded(rollout, lines, pieces, st.st_size)
+        session = cls(path, rollout, st.st_ino, read_title(path, rollout.session_id))
+        session._skip_scanned = lines.skip_scanned
+        return session
 
     # ------------------------------------------------------------------ reads
 
@@ -165,12 +173,14 @@ class CodexSession(ForeignSession):
             size = grown_to(self.path, self._inode, start, result)
             if size is None or size == start:
                 return result
-            with open(self.path, "rb") as f:
-                f.seek(start)
-                data = f.read(size - start)
-            result.bytes_read = len(data)
+            with open_regular(self.path) as f:
+                lines = BoundedLines(f.fileno(), start, size, describe_plain, skip_scanned=self._skip_scanned)
+                pieces = list(lines)
+            self._skip_scanned = lines.skip_scanned
+            result.bytes_read = size - start
             before = len(self.rollout.records)
-            extend_rollout(self.rollout, data)
+            extend_rollout(self.rollout, b"".join(pieces))
+            _bounded(self.rollout, lines, pieces, size)
             result.partial_tail = self.rollout.diagnostics.torn_tail
             new_records = self.rollout.records[before:]
             if not new_records:
@@ -183,6 +193,14 @@ class CodexSession(ForeignSession):
                 self.title = read_title(self.path, self.rollout.session_id)
             result.entries.extend(entries)
             return result
+
+
+def _bounded(rollout: Rollout, lines: BoundedLines, pieces: list[bytes], size: int) -> None:
+    """What the rollout read from ``lines``: the file offset reached (not the placeholders'
+    bytes), the lines left out, and whether a line is still being written."""
+    rollout.bytes_read = lines.pos
+    rollout.diagnostics.oversized_lines += sum(1 for p in pieces if type(p) is OversizedLine)
+    rollout.diagnostics.torn_tail = lines.pos < size
 
 
 def _place_of(entry_id: Any) -> tuple[int, int] | None:
@@ -269,7 +287,7 @@ def load_history_base(path: Path, meta: dict[str, Any] | None) -> tuple[Base, di
             break
         seen.add(tid)
         try:
-            with open(parent, "rb") as f:
+            with open_regular(parent) as f:  # never blocks on a FIFO
                 data = f.read(end)
         except OSError:
             info.setdefault("missing", tid)

@@ -28,6 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from ..errors import JournalBrokenError, JournalError, SessionChangedError, SessionExistsError
+from .regular import open_regular_fd
 
 
 class Durability(StrEnum):
@@ -144,9 +145,10 @@ class Journal:
         ``read_only`` opens it for reading and following only: an append raises.
         """
         try:
-            # never append through a symbolic link: the target may be anywhere
-            flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
-            fd = os.open(path, flags | os.O_CLOEXEC)
+            # never append through a symbolic link: the target may be anywhere; never block on
+            # (or append to) a FIFO put in the file's place
+            flags = 0 if read_only else os.O_RDWR | os.O_APPEND
+            fd = open_regular_fd(path, follow=read_only, flags=flags)
         except OSError as exc:
             raise JournalError(
                 f"Cannot open session file {path}: {exc.strerror}", str(path), exc.errno

@@ -55,7 +55,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat as stat_mod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +65,7 @@ import orjson
 from ..model.js import UNDEFINED, date_ms, to_string, trim, truthy
 from ..model.js_json import JSONParseError, parse
 from .layout import StoreLayout, encode_cwd
+from .regular import open_regular_fd, read_regular
 
 __all__ = [
     "MAX_HEADER_SCAN_BYTES",
@@ -482,15 +482,12 @@ def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
     ignores the flag).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular_fd(path)  # counts what it refuses
     except OSError:
         return None
     try:
         st = os.fstat(fd)
     except OSError:
-        os.close(fd)
-        return None
-    if not stat_mod.S_ISREG(st.st_mode):
         os.close(fd)
         return None
     return fd, st
@@ -589,8 +586,7 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     listing (which has no bound) still lists it. Unreadable files give None.
     """
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_HEADER_SCAN_BYTES + 1)
+        data = read_regular(path, MAX_HEADER_SCAN_BYTES + 1)
     except OSError:
         return None
     within = data[:MAX_HEADER_SCAN_BYTES]

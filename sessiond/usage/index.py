@@ -26,6 +26,8 @@ from typing import Any, Final
 
 import orjson
 
+from ..store.bounded import line_limit
+from ..store.regular import read_regular
 from . import claude, codex, opencode, pi
 from .prices import PriceBook
 from .records import Record, SessionInfo
@@ -515,7 +517,7 @@ def _read_records(
                 else:
                     pending.append(chunk)
                     held += len(chunk)
-                    if held > MAX_LINE:
+                    if held > min(MAX_LINE, line_limit()):  # [limits] max_line_bytes
                         skipping, pending, held, start = True, [], 0, pos + len(chunk)
                 pos += len(chunk)
                 continue
@@ -566,8 +568,7 @@ def _statements(script: str) -> list[str]:
 
 def _head(path: Path, size: int) -> bytes:
     try:
-        with open(path, "rb") as f:
-            return f.read(size)
+        return read_regular(path, size)  # never blocks on a FIFO
     except OSError:
         return b""
 

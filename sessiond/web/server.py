@@ -19,6 +19,7 @@ files (``staticDir``), which the VS Code extension loads into its own webview.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http
 import json
@@ -28,7 +29,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
@@ -89,10 +90,20 @@ class ViewerServer:
         open_connection: Callable[[WebSocketSource, WebSocketWriter, str], Any],
         *,
         max_message_bytes: int,
+        max_connections: int = 128,
+        on_refused: Callable[[], None] | None = None,
         assets: dict[str, Asset] | None = None,
     ) -> None:
         self._open_connection = open_connection
         self._max_message = max_message_bytes
+        self.max_connections = max_connections
+        """HTTP and WebSocket connections at once (half-open requests included); more are
+        closed as soon as they are accepted, so a flood of requests cannot take every file
+        descriptor the daemon has."""
+        self.open_connections = 0
+        self.refused = 0
+        self._on_refused = on_refused
+        self._flooded = False
         self.assets = load_assets() if assets is None else assets
         self.static_dir: Path | None = STATIC if assets is None and self.assets else None
         """Where the page's files are on disk (told in ui.json: an editor can load them itself)."""
@@ -105,6 +116,45 @@ class ViewerServer:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
+
+    def _connection_class(self) -> type[ServerConnection]:
+        """``ServerConnection`` counted against :attr:`max_connections` from its accept on."""
+        viewer = self
+
+        class Counted(ServerConnection):
+            _counted = False
+
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                super().connection_made(transport)
+                if viewer.open_connections >= viewer.max_connections:
+                    viewer.refuse()
+                    cast(asyncio.Transport, transport).abort()
+                    return
+                self._counted = True
+                viewer.open_connections += 1
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                if self._counted:
+                    self._counted = False
+                    viewer.open_connections -= 1
+                    if viewer._flooded and viewer.open_connections < viewer.max_connections // 2:
+                        viewer._flooded = False
+                        log.warning("viewer: accepting connections again (%d refused so far)", viewer.refused)
+                super().connection_lost(exc)
+
+        return Counted
+
+    def refuse(self) -> None:
+        """A connection over the cap: closed unread, logged once per flood."""
+        self.refused += 1
+        if self._on_refused is not None:
+            self._on_refused()
+        if not self._flooded:
+            self._flooded = True
+            log.warning(
+                "viewer: %d connections open (the limit): refusing more until half of them closed",
+                self.open_connections,
+            )
 
     async def start(self, host: str, port: int) -> None:
         self._server = await serve(
@@ -119,6 +169,8 @@ class ViewerServer:
             # a viewer left open in a tab for days is fine; a dead peer is noticed by pings
             ping_interval=20,
             ping_timeout=20,
+            open_timeout=10,  # a request's headers, then the WebSocket handshake
+            create_connection=self._connection_class(),
         )
         sock = next(iter(self._server.sockets))
         bound = sock.getsockname()

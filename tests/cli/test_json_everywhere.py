@@ -70,7 +70,7 @@ async def test_every_subcommand_accepts_json_and_prints_json(
         "inspect": ((str(EXAMPLE),), 0, lambda d: d["leafId"] == "u1000006"),
         "gc": ((), 0, lambda d: isinstance(d, dict) and "error" not in d),
         "export": ((EXAMPLE_ID,), 0, lambda d: d["source"]["sessionId"] == EXAMPLE_ID != d["sessionId"]),
-        "ui": (("--no-browser",), 0, lambda d: d["url"].startswith(d["viewer"] + "#token=")),
+        "ui": (("--no-browser",), 0, lambda d: d["url"].startswith(d["viewer"] + "#code=")),
         "status": ((), 0, lambda d: d["running"] is True and d["pid"] > 0 and d["clients"]),
         "completion": (("bash",), 0, lambda d: d["shell"] == "bash" and "_sessiond" in d["script"]),
         "service": (("systemd",), 0, lambda d: d["manager"] == "systemd" and "[Service]" in d["content"]),

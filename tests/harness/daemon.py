@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -101,12 +102,14 @@ def start_daemon(
     env: dict[str, str] | None = None,
     socket_path: Path | None = None,
     timeout: float = READY_TIMEOUT,
+    nofile: tuple[int, int] | None = None,
 ) -> Daemon:
     """Start ``sessiond serve`` on ``<tmp>/store`` and return it once it is ready.
 
     ``extra`` are more ``serve`` arguments (``"--tcp", "127.0.0.1:0"``), ``config`` the text of
     a config file, ``env`` extra environment. The socket is ``<tmp>/run/sessiond.sock`` unless
-    ``socket_path`` says otherwise. Starting again on the same ``tmp`` (after a stop or a kill)
+    ``socket_path`` says otherwise; ``nofile`` the daemon's (soft, hard) open-file limit.
+    Starting again on the same ``tmp`` (after a stop or a kill)
     reuses the store, the socket path and the log (appended to).
     """
     store = tmp / "store"
@@ -117,7 +120,14 @@ def start_daemon(
     args = [sys.executable, "-m", "sessiond", "serve", "--socket", str(sock), "--log-level", "debug", *extra]
     with open(log, "ab") as out:
         offset = out.tell()
-        proc = subprocess.Popen(args, stdout=out, stderr=out, env=run_env)
+        proc = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=out,
+            env=run_env,
+            # set in the child between fork and exec (no lock is taken there)
+            preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile),  # noqa: PLW1509
+        )
     daemon = Daemon(store, sock, proc, log, env=run_env)
     try:
         wait_until_ready(sock, proc, log, timeout=timeout, log_offset=offset)

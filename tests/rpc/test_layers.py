@@ -18,12 +18,13 @@ ALLOWED = {
     "framing": set(),
     "stream": {"framing"},
     "errors": set(),
+    "auth": set(),
     "dispatch": {"errors"},
     "engine": {"dispatch", "errors"},
     "status": {"dispatch"},
     "methods": {"dispatch", "status"},
-    "connection": {"dispatch", "engine", "errors", "framing", "stream"},
-    "server": {"connection", "methods", "stream"},
+    "connection": {"auth", "dispatch", "engine", "errors", "framing", "stream"},
+    "server": {"auth", "connection", "methods", "stream"},
     "bridge": {"framing"},
 }
 
@@ -73,11 +74,14 @@ def test_pygls_is_behind_one_module(path: Path) -> None:
 
 
 def test_nothing_below_imports_the_rpc_layer() -> None:
-    """Only the command line (the top) starts servers and bridges; the viewer's WebSocket
-    transport (``web/``, a transport beside ``server.py``) uses the framing's enum, nothing else."""
+    """Only the top layer starts servers and bridges: the command line and the faces that are
+    clients of the daemon beside it (``mcp_server/``, ``acp/``: they reach it the way ``sessiond
+    connect`` does); the viewer's WebSocket transport (``web/``, a transport beside ``server.py``)
+    uses the framing's enum, nothing else."""
+    top = {"cli_commands", "mcp_server", "acp"}
     offenders = []
     for path in SESSIOND.rglob("*.py"):
-        if path.is_relative_to(RPC) or path.name == "cli.py" or "cli_commands" in path.parts:
+        if path.is_relative_to(RPC) or path.name == "cli.py" or top & set(path.parts):
             continue
         package = _module(path) if path.name == "__init__.py" else _module(path.parent)
         used = {name for name in _imports(path, package) if name.startswith("sessiond.rpc")}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiond.store import claude as claude_module
+from sessiond.store import bounded
 from sessiond.store.claude import ClaudeSession
 from tests.conftest import CLAUDE_FIXTURES
 from tests.store.test_claude_follow import state
@@ -35,7 +35,7 @@ def test_a_read_in_small_pieces_equals_a_whole_read(
     whole_end = whole.transcript.end
     whole.close()
 
-    monkeypatch.setattr(claude_module, "_READ_PIECE", 257)
+    monkeypatch.setattr(bounded, "PIECE", 257)
     pieces = ClaudeSession.open(copy)
     assert pieces.transcript.end == whole_end == cut
     assert state(pieces, diagnostics=True) == expected

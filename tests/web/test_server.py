@@ -285,10 +285,15 @@ def test_sessiond_ui_starts_the_daemon_and_prints_the_url(tmp_path: Path) -> Non
         data = json.loads((socket.parent / "ui.json").read_text())
         assert out["viewer"] == data["url"] and out["pid"] == data["pid"]
         token_value = (store / "tcp.token").read_text().strip()
-        assert out["url"] == f"{data['url']}#token={token_value}&session=listed"
-        # a second run finds the same daemon
+        # a one-time code, never the store's token (issue 24: the URL lands in a browser's
+        # command line, which every local user can read)
+        assert out["url"].startswith(f"{data['url']}#code=") and out["url"].endswith("&session=listed")
+        assert token_value not in out["url"]
+        # a second run finds the same daemon, and hands out another code
         again = subprocess.run(args, env=env, capture_output=True, check=False, text=True, timeout=60)
-        assert again.returncode == 0 and again.stdout.strip() == f"{data['url']}#token={token_value}"
+        second = again.stdout.strip()
+        assert again.returncode == 0 and second.startswith(f"{data['url']}#code="), again.stderr
+        assert second.split("#code=")[1] != out["url"].split("#code=")[1].split("&")[0]
     finally:
         pid = json.loads((socket.parent / "ui.json").read_text())["pid"] if socket.exists() else None
         if pid:

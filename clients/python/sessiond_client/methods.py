@@ -43,7 +43,9 @@ class Methods:
 
         Args:
             protocol_version: The protocol version the client speaks (1); a number, never a string.
-            auth_token: Required on TCP: the content of the server's token file.
+            auth_token: Required on TCP and the viewer's WebSocket: the content of the server's
+            token file, a one-time code of `daemon/viewerCode` (good once, for a minute), or a
+            `viewerToken` an earlier `initialize` returned.
         """
         result: M.InitializeResult = await self._call("initialize", locals())
         return result
@@ -52,6 +54,19 @@ class Methods:
     async def shutdown(self) -> None:
         """``shutdown``: Prepare to close: no more requests are accepted on this connection."""
         await self._call("shutdown", locals())
+
+    @rpc("daemon/viewerCode")
+    async def daemon_viewer_code(self, *, new_token: bool = False) -> M.ViewerCodeResult:
+        """``daemon/viewerCode``: A one-time code for the session viewer (what `sessiond ui` opens the
+        browser with, instead of the long-lived token); only on the Unix socket or stdio (the
+        owner's).
+
+        Args:
+            new_token: First replace the store's long-lived token (`tcp.token`): every code, viewer
+            token and connection that used the old one ends.
+        """
+        result: M.ViewerCodeResult = await self._call("daemon/viewerCode", locals())
+        return result
 
     @rpc("daemon/status")
     async def daemon_status(self) -> M.DaemonStatusResult:
@@ -672,6 +687,7 @@ class BlockingMethods:
 
     initialize = Blocking(Methods.initialize)
     shutdown = Blocking(Methods.shutdown)
+    daemon_viewer_code = Blocking(Methods.daemon_viewer_code)
     daemon_status = Blocking(Methods.daemon_status)
     session_new = Blocking(Methods.session_new)
     session_load = Blocking(Methods.session_load)
@@ -715,6 +731,7 @@ class BlockingMethods:
 METHOD_NAMES: dict[str, str] = {
     "initialize": "initialize",
     "shutdown": "shutdown",
+    "daemon/viewerCode": "daemon_viewer_code",
     "daemon/status": "daemon_status",
     "session/new": "session_new",
     "session/load": "session_load",

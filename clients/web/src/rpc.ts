@@ -59,7 +59,7 @@ export class Rpc {
 
   constructor(
     private readonly url: string,
-    private readonly token: string,
+    private token: string,
   ) {}
 
   start(): Promise<void> {
@@ -93,6 +93,12 @@ export class Rpc {
           (result) => {
             initialized = true;
             this.serverInfo = result;
+            // A one-time code was exchanged: the daemon's viewer token replaces it (the code is
+            // spent), for this tab's reconnects only.
+            if (typeof result.viewerToken === "string") {
+              this.token = result.viewerToken;
+              sessionStorage.setItem(TOKEN_KEY, result.viewerToken);
+            }
             ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
             this.delay = 250;
             const again = this.everOpened;
@@ -227,17 +233,25 @@ export class Rpc {
   }
 }
 
-/** The token from the URL fragment (`sessiond ui` puts it there), kept for this tab only. */
+const TOKEN_KEY = "sessiond-token";
+
+/**
+ * The credential from the URL fragment, kept for this tab only and taken out of the address bar:
+ * `code=` (what `sessiond ui` puts there: good for one `initialize`, which answers with the
+ * viewer token used from then on) or `token=` (the store's token, e.g. from the VS Code
+ * extension or pasted by hand). Either is presented as `authToken`.
+ */
 export function takeToken(): { token: string | null; session: string | null } {
   const hash = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const fromHash = hash.get("token");
+  const fromHash = hash.get("code") ?? hash.get("token");
   if (fromHash) {
-    sessionStorage.setItem("sessiond-token", fromHash);
+    sessionStorage.setItem(TOKEN_KEY, fromHash);
+    hash.delete("code");
     hash.delete("token");
     const rest = hash.toString();
     history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
   }
-  return { token: fromHash ?? sessionStorage.getItem("sessiond-token"), session: hash.get("session") };
+  return { token: fromHash ?? sessionStorage.getItem(TOKEN_KEY), session: hash.get("session") };
 }
 
 export function socketUrl(): string {

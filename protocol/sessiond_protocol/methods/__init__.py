@@ -42,9 +42,13 @@ from .context import (
 from .daemon import METHODS as _DAEMON
 from .daemon import (
     DaemonStatusResult,
+    StatusAdmission,
     StatusClient,
+    StatusFiles,
     StatusMemory,
     StatusSession,
+    ViewerCodeParams,
+    ViewerCodeResult,
 )
 from .file_history import METHODS as _FILE_HISTORY
 from .file_history import (
@@ -208,7 +212,9 @@ __all__ = [
     "StatsSubscribeParams",
     "StatsTotals",
     "StatsUpdateResult",
+    "StatusAdmission",
     "StatusClient",
+    "StatusFiles",
     "StatusMemory",
     "StatusSession",
     "TailParams",
@@ -218,4 +224,6 @@ __all__ = [
     "TreeParams",
     "TreeResult",
     "UsageResult",
+    "ViewerCodeParams",
+    "ViewerCodeResult",
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..models import Result
+from ..errors import ErrorCode as C
+from ..models import Params, Result
 from .base import Empty, MethodSpec
 
 
@@ -81,6 +82,33 @@ class StatusWatching(Result):
     )
 
 
+class StatusFiles(Result):
+    notRegular: int = Field(
+        description="Files named like sessions that were FIFOs, devices, sockets or directories, skipped unread "
+        "(each time one was looked at) since the start."
+    )
+    oversizedLines: int = Field(
+        description="Lines of other agents' files longer than `[limits] max_line_bytes`, kept as `oversized` "
+        "placeholders unread, since the start."
+    )
+
+
+class StatusAdmission(Result):
+    anonymous: int = Field(
+        description="Connections open now that have not completed `initialize` (TCP and WebSocket: not authenticated)."
+    )
+    refused: int = Field(
+        description="Connections refused since the start because their budget was full (`max_connections`, "
+        "`max_anonymous_connections`, `max_viewer_connections`)."
+    )
+    timedOut: int = Field(
+        description="Connections closed since the start for not completing `initialize` in time."
+    )
+    openFilesLimit: int | None = Field(
+        None, description="The daemon's open-file limit (`RLIMIT_NOFILE`, soft)."
+    )
+
+
 class DaemonStatusResult(Result):
     pid: int
     version: str
@@ -100,11 +128,47 @@ class DaemonStatusResult(Result):
     watching: StatusWatching | None = Field(
         None, description="How other writers' changes are followed, and what that wakes the daemon."
     )
+    files: StatusFiles | None = Field(
+        None, description="Hostile or unreadable files skipped since the start."
+    )
+    admission: StatusAdmission | None = Field(
+        None, description="Who is let in: connections not yet initialized, refused, timed out."
+    )
+
+
+class ViewerCodeParams(Params):
+    newToken: bool = Field(
+        False,
+        description="First replace the store's long-lived token (`tcp.token`): every code, viewer token and "
+        "connection that used the old one ends.",
+    )
+
+
+class ViewerCodeResult(Result):
+    code: str = Field(
+        description="Good for one `initialize.authToken` (the viewer's URL carries it as `#code=`)."
+    )
+    expiresInSeconds: float
+    url: str | None = Field(None, description="The viewer's address (null when it is not served).")
 
 
 METHODS: dict[str, MethodSpec] = {
     m.name: m
     for m in [
+        MethodSpec(
+            "daemon/viewerCode",
+            ViewerCodeParams,
+            ViewerCodeResult,
+            "A one-time code for the session viewer (what `sessiond ui` opens the browser with, instead of the "
+            "long-lived token); only on the Unix socket or stdio (the owner's).",
+            (C.INVALID_REQUEST,),
+            {},
+            {
+                "code": "Vq3x9c0Lr2tJ8aQmZ1nY4wE6pS7dF5gH",
+                "expiresInSeconds": 60.0,
+                "url": "http://127.0.0.1:8417/",
+            },
+        ),
         MethodSpec(
             "daemon/status",
             Empty,

@@ -33,7 +33,10 @@ class InitializeParams(Params):
     clientInfo: ClientInfo | None = None
     capabilities: ClientCapabilities | None = None
     authToken: str | None = Field(
-        None, description="Required on TCP: the content of the server's token file."
+        None,
+        description="Required on TCP and the viewer's WebSocket: the content of the server's token file, a "
+        "one-time code of `daemon/viewerCode` (good once, for a minute), or a `viewerToken` an earlier "
+        "`initialize` returned.",
     )
 
 
@@ -46,6 +49,12 @@ class InitializeResult(Result):
     protocolVersion: int
     serverInfo: ServerInfo
     capabilities: Open
+    viewerToken: str | None = Field(
+        None,
+        description="Only when `authToken` was a one-time code: the token to present instead when this client "
+        "connects again (kept in memory by the daemon; it ends an hour after its last connection closed, when "
+        "the token is rotated, and when the daemon stops).",
+    )
 
 
 METHODS: dict[str, MethodSpec] = {

@@ -32,6 +32,7 @@ from ..ids import uuid7
 from ..index import DEFAULT_CACHE_BYTES, SessionIndex
 from ..journal import Durability, Journal
 from ..layout import resolve_cwd, session_file_name, validate_session_id
+from ..regular import open_regular
 from .fork import branched_entries, fork_point
 from .leaf import LeafMoves
 from .migration import migrate_file, needs_migration
@@ -88,7 +89,8 @@ class Session(LeafMoves):
         in memory only.
         """
         path = Path(path)
-        with open(path, "rb") as f:
+        # never blocks on a FIFO; a writable file is never read through a symbolic link
+        with open_regular(path, follow=read_only is not None) as f:
             index, diag = SessionIndex.from_lines(f, str(path), cache_bytes)
         if read_only is not None:
             if needs_migration(index.header):
@@ -106,7 +108,7 @@ class Session(LeafMoves):
             return session
         if needs_migration(index.header):
             migrated_from = migrate_file(path)
-            with open(path, "rb") as f:
+            with open_regular(path, follow=False) as f:
                 index, diag = SessionIndex.from_lines(f, str(path), cache_bytes)
             diag.source_version = migrated_from
         journal = Journal.open(path)

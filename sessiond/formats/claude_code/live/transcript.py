@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...lines import OversizedLine, span_of
 from ...pi import paused_gc
 from ..graph import (
     CHAINED_KEYS,
@@ -140,11 +141,14 @@ class LiveTranscript:
         end = 0
         with paused_gc():
             for piece in pieces:
+                oversized = type(piece) is OversizedLine
                 for _, offset, length, rec in parse_records(piece, t.diagnostics, end):
                     uuid = indexer.add(rec)
                     if uuid is not None:
-                        spans[uuid] = (offset, length)
-                end += len(piece)
+                        spans[uuid] = (offset, span_of(piece) - 1 if oversized else length)
+                if oversized:
+                    t.diagnostics.oversized_lines += 1
+                end += span_of(piece)
             indexer.finish()
             t.end = end
             g = graph_of(t)  # on the full records
@@ -217,11 +221,14 @@ class LiveTranscript:
 
     # ------------------------------------------------------------------ growing
 
-    def extend(self, data: bytes, fetch: Fetch) -> Growth:
-        """Take in complete lines appended to the file (``data`` starts at :attr:`t.end`)."""
+    def extend(self, data: bytes | Iterable[bytes], fetch: Fetch) -> Growth:
+        """Take in complete lines appended to the file (``data`` starts at :attr:`t.end`): its
+        bytes, or consecutive pieces of them that each end with a newline, with
+        :class:`~sessiond.formats.lines.OversizedLine` placeholders among them."""
         t = self.t
         growth = Growth()
         base = t.end
+        pieces = (data,) if isinstance(data, bytes | bytearray) else data
         groups: set[str] = set()
         self._rewalk = False
         fresh: dict[str, dict[str, Any]] = {}
@@ -235,33 +242,9 @@ class LiveTranscript:
             return found
 
         with paused_gc():
-            for _, offset, length, rec in parse_records(data, t.diagnostics, base):
-                kind = rec.get("type")
-                uuid = rec.get("uuid")
-                chain_entry = kind in CHAIN_TYPES and type(uuid) is str
-                if chain_entry and growth.reload is None:
-                    growth.reload = self._refused(uuid, kind)
-                had_chain = bool(t.chain)
-                before = (t.session_id, t.cwd, t.agent_id)
-                self._indexer.add(rec)
-                if growth.reload is None and before != (t.session_id, t.cwd, t.agent_id) and had_chain:
-                    growth.reload = "the session's identity (id, cwd or agent) changed"
-                if growth.reload is None and chain_entry and not had_chain:
-                    growth.reload = "the first entry of the session arrived"
-                if not chain_entry or growth.reload is not None:
-                    continue
-                t.chain[uuid] = skeleton(rec)
-                if kind == PROGRESS:
-                    self._grow_progress(uuid, rec)
-                    continue
-                mid = self._grow(uuid, rec, growth, fetch_fresh)
-                if growth.reload is not None:
-                    continue
-                if mid is not None:
-                    groups.add(mid)
-                growth.new.append((uuid, offset, length, rec))
-                fresh[uuid] = rec
-            t.end = base + len(data)
+            for piece in pieces:
+                base = self._extend_piece(piece, base, growth, groups, fresh, fetch_fresh)
+            t.end = base
             self._indexer.finish()
             if growth.reload is not None:
                 return growth
@@ -274,6 +257,50 @@ class LiveTranscript:
                 conversation.sync(self.resumed.chain, self._context_start, dirty, fetch_fresh, fresh)
             self.leaf_index.compact()
         return growth
+
+    def _extend_piece(
+        self,
+        piece: bytes,
+        base: int,
+        growth: Growth,
+        groups: set[str],
+        fresh: dict[str, dict[str, Any]],
+        fetch_fresh: Fetch,
+    ) -> int:
+        """One piece of :meth:`extend`, at file offset ``base``; the offset after it."""
+        t = self.t
+        oversized = type(piece) is OversizedLine
+        if oversized:
+            t.diagnostics.oversized_lines += 1
+        for _, offset, parsed_length, rec in parse_records(piece, t.diagnostics, base):
+            # a placeholder's span is the real line's, not its own
+            length = span_of(piece) - 1 if oversized else parsed_length
+            kind = rec.get("type")
+            uuid = rec.get("uuid")
+            chain_entry = kind in CHAIN_TYPES and type(uuid) is str
+            if chain_entry and growth.reload is None:
+                growth.reload = self._refused(uuid, kind)
+            had_chain = bool(t.chain)
+            before = (t.session_id, t.cwd, t.agent_id)
+            self._indexer.add(rec)
+            if growth.reload is None and before != (t.session_id, t.cwd, t.agent_id) and had_chain:
+                growth.reload = "the session's identity (id, cwd or agent) changed"
+            if growth.reload is None and chain_entry and not had_chain:
+                growth.reload = "the first entry of the session arrived"
+            if not chain_entry or growth.reload is not None:
+                continue
+            t.chain[uuid] = skeleton(rec)
+            if kind == PROGRESS:
+                self._grow_progress(uuid, rec)
+                continue
+            mid = self._grow(uuid, rec, growth, fetch_fresh)
+            if growth.reload is not None:
+                continue
+            if mid is not None:
+                groups.add(mid)
+            growth.new.append((uuid, offset, length, rec))
+            fresh[uuid] = rec
+        return base + span_of(piece)
 
     def _refused(self, uuid: str, kind: Any) -> str | None:
         """Why an arriving chain entry cannot be followed (``None``: it can)."""

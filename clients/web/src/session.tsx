@@ -229,7 +229,12 @@ export function SessionView({
 
   const m = model.current;
   const positions = useMemo(() => new Map((m?.order ?? []).map((id, i) => [id, i])), [m, version, tab]);
-  const firstPrompt = partial ? undefined : m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview;
+  // The title and the count the session list shows (one definition, the daemon's: the name, else
+  // the first real prompt, injected context skipped); the tree's first prompt only for a daemon
+  // that does not send them.
+  const listed = (session.firstMessage ?? "").split("\n").find((line) => line.trim()) ?? "";
+  const firstPrompt =
+    listed || (partial ? undefined : m?.order.map((id) => m.byId.get(id)!).find((n) => n.role === "user")?.preview);
   return (
     <div class="session" data-session={sessionId}>
       <div class="session-head">
@@ -246,6 +251,9 @@ export function SessionView({
             <span class="cwd" title={session.path}>
               {session.cwd}
             </span>
+            {typeof session.messageCount === "number" ? (
+              <span data-testid="message-count">{session.messageCount} messages</span>
+            ) : null}
             {m ? <span data-testid="entry-count">{m.size} entries</span> : null}
           </div>
         </div>

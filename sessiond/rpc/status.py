@@ -94,9 +94,38 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
         sessions=sessions,
         clients=clients,
         memory=memory_status(held),
+        watching=watching_status(conn),
         files={"notRegular": COUNTS.not_regular, "oversizedLines": COUNTS.oversized_lines},
         admission=daemon.admission_status() if daemon is not None else None,
     )
+
+
+def watching_status(conn: Caller) -> dict[str, object]:
+    """The follower's watchers: their modes and wake-ups, and the whole process's wake-ups."""
+    follower = conn.service.follower
+    return {
+        "enabled": follower.enabled,
+        "mode": follower.foreign.mode,
+        "storeMode": follower.own.mode,
+        "wakeups": follower.foreign.wakeups + follower.own.wakeups,
+        "processWakeups": process_wakeups(),
+    }
+
+
+def process_wakeups() -> int | None:
+    """Times this process's live threads were scheduled (``schedstat``'s run count; Linux)."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                total += int(f.read().split()[2])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile, or no schedstat in this kernel
+    return total
 
 
 def memory_status(held: dict[str | None, dict[str, int]]) -> dict[str, object]:

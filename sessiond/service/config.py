@@ -49,7 +49,7 @@ Sources, later ones winning: built-in defaults, the TOML file (``$SESSIOND_CONFI
     [watch]
     enabled = true                   # follow external appends/rewrites of open and listed sessions
     poll_interval = 0.0              # > 0: stat-poll other agents' roots instead of inotify (NFS)
-    own_poll_interval = 0.5          # the store sessiond writes is polled (0: inotify, ~60 us/append)
+    own_poll_interval = 0.0          # the store sessiond writes: > 0 stat-polls it instead of inotify
     [memory]                         # parsed session content kept across open sessions
     budget_mb = 64                   # MiB of session lines (bodies, materialised contexts)
     idle_seconds = 60.0              # unused that long: dropped, rebuilt from the file on demand
@@ -162,9 +162,9 @@ class WatchConfig:
     poll_interval: float = 0.0
     """Roots other agents write: seconds between stat polls; 0 uses inotify (falling back to
     polling if it fails)."""
-    own_poll_interval: float = 0.5
-    """Roots sessiond writes (its store): seconds between stat polls (kernel watches there would
-    tax every append)."""
+    own_poll_interval: float = 0.0
+    """Roots sessiond writes (its store): seconds between stat polls; 0 uses inotify like the
+    other roots (each own append then costs one look at the file, read on the event loop)."""
 
 
 @dataclass(frozen=True)
@@ -512,7 +512,7 @@ def _watch(data: Any) -> WatchConfig:
     interval = data.get("poll_interval", 0.0)
     if type(interval) not in (int, float) or interval < 0:
         raise ConfigError("watch.poll_interval must be >= 0 seconds", field="watch.poll_interval")
-    own = data.get("own_poll_interval", 0.5)
+    own = data.get("own_poll_interval", 0.0)
     if type(own) not in (int, float) or own < 0:
         raise ConfigError(
             "watch.own_poll_interval must be >= 0 seconds (0: kernel watches)",

@@ -9,8 +9,10 @@ what that means for the daemon:
   ``external_change`` with what changed (leaf, entry count);
 * a session file appeared, changed or went in a root -> ``session_list_update`` to the
   connections that listed with ``subscribe: true``;
-* OpenCode's database committed (``PRAGMA data_version`` moved, polled every
-  :attr:`Follower.OPENCODE_POLL_INTERVAL`) -> the open OpenCode sessions re-read what changed
+* OpenCode's database committed (``PRAGMA data_version`` moved, looked at when inotify says
+  the database or its write-ahead log was written, at the latest every
+  :attr:`Follower.OPENCODE_RESYNC_INTERVAL`; polled every :attr:`Follower.OPENCODE_POLL_INTERVAL`
+  without inotify) -> the open OpenCode sessions re-read what changed
   (``entries_appended``/``external_change`` as above) and ``session_list_update`` for the
   sessions whose row changed. A database's write-ahead log is reused in place after a
   checkpoint, so file sizes cannot tell a commit; the database itself can.
@@ -25,6 +27,7 @@ before the watcher looks, so they never come back as external changes.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sqlite3
 from collections.abc import Callable
@@ -42,6 +45,7 @@ from .agent_roots import codex_dirs, is_codex_session_file, rollout_id
 from .catalog import UUID_STEM, Listed
 from .config import WatchConfig
 from .hub import LIST_TOPIC
+from .inotify import Nearby
 from .peer import WARNING
 from .registry import SessionRegistry
 from .views import summary
@@ -54,13 +58,14 @@ log = logging.getLogger("sessiond.watch")
 
 
 class Follower:
-    """Two watchers: kernel watches (inotify) for the roots other agents write — sessiond
-    never writes there, so the watches cost it nothing — and stat polling for the roots
-    sessiond writes itself. A kernel watch on a directory makes every ``write()`` into it wake
-    the watching thread (measured here: ~15 us per write, ~60 us of daemon CPU per append
-    with the notification machinery, a quarter of an append's cost); another program
-    appending to a sessiond-owned file is the exception, and the daemon reads such a tail
-    before its own next write anyway. Polling finds it within ``[watch] poll_interval``.
+    """Two watchers, both on kernel watches (inotify read on the event loop) by default: one
+    for the roots other agents write, one for the roots sessiond writes itself (its store, a
+    writable Pi root). They differ in configuration only: ``[watch] poll_interval`` and
+    ``own_poll_interval`` > 0 stat-poll the one or the other instead (file systems without
+    inotify). On the own roots each of the daemon's appends raises one kernel event, which
+    costs one ``stat`` that finds the expected size and says nothing; another program
+    appending to a sessiond-owned file is then seen as fast as anywhere else (issue 30).
+    While nothing changes neither watcher wakes.
     """
 
     ROOT_CHECK_INTERVAL = 2.0
@@ -68,7 +73,9 @@ class Follower:
     SWEEP_INTERVAL = 10.0
     """Seconds between sweeps of the memory budget for idle sessions' parsed content."""
     OPENCODE_POLL_INTERVAL = 0.25
-    """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database."""
+    """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database without inotify."""
+    OPENCODE_RESYNC_INTERVAL = 30.0
+    """With inotify: the longest wait between two looks (a commit whose event was missed)."""
 
     def __init__(self, registry: SessionRegistry, listing: ListingCache, config: WatchConfig) -> None:
         self.registry = registry
@@ -93,7 +100,7 @@ class Follower:
         self.own = Watcher(
             self.on_events, poll_interval=config.own_poll_interval or None, suffixes=(".jsonl",)
         )
-        """Roots sessiond writes (polled; ``own_poll_interval = 0`` uses kernel watches there too)."""
+        """Roots sessiond writes (inotify; ``own_poll_interval`` > 0 polls them instead)."""
 
     def _watcher(self, root: Any) -> Watcher:
         return self.own if root is None or root.writable else self.foreign
@@ -143,20 +150,43 @@ class Follower:
             await anyio.to_thread.run_sync(release_free_memory)
 
     async def _wait_for_roots(self, missing: list[tuple[Any, Path]]) -> None:
-        while missing:
-            await anyio.sleep(self.ROOT_CHECK_INTERVAL)
-            for root, directory in [m for m in missing if m[1].is_dir()]:
-                missing.remove((root, directory))
-                log.info("watching %s (it appeared)", directory)
-                self._watcher(root).watch_dir(directory, recursive=True)
+        """Watch roots that appear later: woken by inotify on the nearest existing ancestor of
+        each (entries created there, nothing else), else every ``ROOT_CHECK_INTERVAL``."""
+        waiters = {directory: Nearby(directory, appear_only=True) for _, directory in missing}
+        try:
+            while missing:
+                armed = all([waiters[d].arm() for _, d in missing])  # noqa: C419 - arm each, then look
+                for root, directory in [m for m in missing if m[1].is_dir()]:
+                    missing.remove((root, directory))
+                    waiters.pop(directory).close()
+                    log.info("watching %s (it appeared)", directory)
+                    self._watcher(root).watch_dir(directory, recursive=True)
+                if not missing:
+                    return
+                if not armed:
+                    await anyio.sleep(self.ROOT_CHECK_INTERVAL)
+                    continue
+                async with anyio.create_task_group() as tg:
+
+                    async def one(waiter: Nearby, scope: anyio.CancelScope) -> None:
+                        await waiter.wait(math.inf)
+                        scope.cancel()
+
+                    for _, directory in missing:
+                        tg.start_soon(one, waiters[directory], tg.cancel_scope)
+        finally:
+            for waiter in waiters.values():
+                waiter.close()
 
     async def _poll_opencode(self, root: Any) -> None:
         """Follow OpenCode's database: open sessions and listings, on every commit."""
         database = OpenCodeDatabase(root.path / DB_NAME)
         version: int | None = None
         listed: dict[str, float] = {}
+        nearby = Nearby(root.path / DB_NAME, ignore=("-shm",))
         try:
             while True:
+                armed = nearby.arm()  # before the look: a commit after it wakes the wait
                 now = await anyio.to_thread.run_sync(database.data_version)
                 if now is not None and now != version:
                     log.debug("opencode data_version %s -> %s", version, now)
@@ -167,8 +197,12 @@ class Follower:
                         await self._opencode_changed(root, listed, first)
                     except (SessiondError, OSError, sqlite3.Error) as exc:
                         log.warning("%s: %s", database.path, exc)
-                await anyio.sleep(self.OPENCODE_POLL_INTERVAL)
+                if armed:
+                    await nearby.wait(self.OPENCODE_RESYNC_INTERVAL)
+                else:
+                    await anyio.sleep(self.OPENCODE_POLL_INTERVAL)
         finally:
+            nearby.close()
             database.close()
 
     async def _opencode_changed(self, root: Any, listed: dict[str, float], first: bool) -> None:

@@ -16,29 +16,34 @@ The rules (docs/design-notes.md §2):
   expectation is only a promise: the known state moves when the file is seen in that state,
   so a look that happens *before* the daemon's bytes land never mistakes the file for a
   shrunk one.
-* **No lost events.** The known state is updated before the consumer is called; inotify
-  batches are coalesced in watchfiles' Rust set while the consumer runs (nothing is dropped);
-  after every (re)start of the kernel watches — start, a new directory, an error — every
+* **No lost events.** The known state is updated before the consumer is called; kernel events
+  arriving while the consumer runs queue in the kernel and make the next batch (nothing is
+  dropped); after every (re)start of the kernel watches — start, a new directory, an error — every
   known file and every watched directory is re-read *after* the new watches are in place,
   so whatever changed while no watch was active is found; a new subdirectory of a recursive
   watch is listed at once (files created in it before its own watch existed raise no event);
-  and a slow full re-scan every ``resync_interval`` seconds covers what inotify can drop
-  silently (a queue overflow is an event without a path, which watchfiles discards).
+  a queue overflow (``IN_Q_OVERFLOW``) or a directory moved out of a recursive tree re-reads
+  everything with new watches; and a slow full re-scan every ``resync_interval`` seconds
+  covers the rest (a parent of a watched directory renamed, a file system without events).
 
-Two modes. **inotify** (via watchfiles' ``RustNotify``, one worker thread per recursive /
-non-recursive group of directories) is the default. **Polling** stats every known file and
+Three backends. **inotify read on the event loop** (:mod:`.inotify`) is the default on Linux:
+the loop's ``epoll`` sleeps in the kernel until an event arrives, so an idle watcher never
+wakes except for its deadlines (the re-scan; a directory check every second only while a
+watched directory is missing). **watchfiles' ``RustNotify``** (one worker thread per recursive /
+non-recursive group of directories) where inotify cannot be read directly: its thread wakes
+every ``step`` to look for changes. **Polling** stats every known file and
 lists every watched directory every ``poll_interval`` seconds; it is used when asked for
-(``poll_interval=...`` or ``SESSIOND_WATCH_POLL=1``), when watchfiles is missing, would poll
-itself (WSL, ``WATCHFILES_FORCE_POLLING``), or the kernel watches cannot be created. It does
-its own size comparison: watchfiles' polling compares whole-second mtimes and loses appends
-made within the same second.
+(``poll_interval=...`` or ``SESSIOND_WATCH_POLL=1``), when neither kernel backend is there (or
+watchfiles would poll itself: WSL, ``WATCHFILES_FORCE_POLLING``), or the kernel watches cannot be
+created (the watch limit). It does its own size comparison: watchfiles' polling compares
+whole-second mtimes and loses appends made within the same second.
 
-Why ``RustNotify`` and not ``awatch``: ``awatch`` is a thin loop over exactly these calls, but
-it creates its watches lazily inside the generator and says nothing when they are in place,
-so the re-scan that makes a restart lossless could run before them. Here the watches are
-created first, then the re-scan runs, then the wait loop starts (same ``debounce``/``step``/
-``rust_timeout`` and ``stop_event`` use as ``awatch``, with a slower ``step`` while nothing
-changes: see :class:`Watcher`).
+Why ``RustNotify`` and not ``awatch`` (for the watchfiles backend): ``awatch`` is a thin
+loop over exactly these calls, but it creates its watches lazily inside the generator and
+says nothing when they are in place, so the re-scan that makes a restart lossless could run
+before them. Here the watches are created first, then the re-scan runs, then the wait loop
+starts (same ``debounce``/``step``/``rust_timeout`` and ``stop_event`` use as ``awatch``,
+with a slower ``step`` while nothing changes: see :class:`Watcher`).
 
 All methods are meant to be called from the event loop's thread (they are not thread-safe).
 A stopped watcher stays stopped.
@@ -46,10 +51,12 @@ A stopped watcher stays stopped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import inspect
 import logging
+import math
 import os
 import stat as stat_module
 import time
@@ -59,6 +66,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anyio
+
+from . import inotify as _inotify
 
 log = logging.getLogger("sessiond.watch")
 
@@ -77,6 +86,12 @@ SCAN_CHUNK = 512
 MAX_NOTIFY_ERRORS = 3
 """Kernel-watch errors within ``NOTIFY_ERROR_WINDOW`` seconds before falling back to polling."""
 NOTIFY_ERROR_WINDOW = 60.0
+RESYNC_INTERVAL = 30.0
+"""Seconds between two full re-scans with watchfiles (whose queue overflows go unreported)."""
+DIRECT_RESYNC_INTERVAL = 300.0
+"""The same with inotify read directly: an overflow is reported (and re-reads everything), so
+the re-scan only covers the rare rest (a parent of a watched directory renamed) and need not
+cost an idle daemon with 10,000 sessions ~1 ms/s (a scan of them takes ~30 ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +119,17 @@ class _Notify(Protocol):
     def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int, stop_event: Any) -> Any: ...
 
     def close(self) -> None: ...
+
+
+class _ReadState:
+    """What the inotify reader's loop callback found for its task (see ``_read_events``)."""
+
+    __slots__ = ("arrivals", "error", "rescan")
+
+    def __init__(self) -> None:
+        self.arrivals = 0
+        self.rescan = False
+        self.error: OSError | None = None
 
 
 class _File:
@@ -161,16 +187,20 @@ class Watcher:
     """Watch directories for changes to session files; see the module docstring.
 
     ``on_events`` gets each batch's events (sorted by path); it may be sync or async; an
-    exception in it is logged and the watcher goes on. ``debounce_ms`` / ``step_ms`` are
-    watchfiles' knobs (a batch is returned once no new change arrived for ``step_ms``, at
-    the latest ``debounce_ms`` after the first). watchfiles' thread wakes every step whether
-    anything changed or not, so after ``FOLLOWING_MS`` without a change it looks every
-    ``idle_step_ms`` instead, until the next change: a followed transcript is seen within
-    ~``2 * step_ms``, the first change after a quiet spell within ~``2 * idle_step_ms``, and an
-    idle daemon's watcher thread wakes 100 times a second rather than 200 (at the defaults).
+    exception in it is logged and the watcher goes on. With inotify read directly (Linux) a
+    change is looked at as soon as the loop is free and nothing wakes in between.
+    ``debounce_ms`` / ``step_ms`` are the watchfiles backend's knobs (a batch is returned once
+    no new change arrived for ``step_ms``, at the latest ``debounce_ms`` after the first).
+    watchfiles' thread wakes every step whether anything changed or not, so after
+    ``FOLLOWING_MS`` without a change it looks every ``idle_step_ms`` instead, until the next
+    change: a followed transcript is seen within ~``2 * step_ms``, the first change after a
+    quiet spell within ~``2 * idle_step_ms``, and its thread wakes 100 times a second rather
+    than 200 (at the defaults).
     ``suffixes``: untracked files with these
     endings in watched directories are followed too (reported as ``created`` when they
-    appear); ``()`` follows only tracked files.
+    appear); ``()`` follows only tracked files. ``resync_interval``: seconds between two full
+    re-scans (``None``: none; ``"auto"``: ``DIRECT_RESYNC_INTERVAL`` with inotify read
+    directly, ``RESYNC_INTERVAL`` with watchfiles).
     """
 
     def __init__(
@@ -182,7 +212,7 @@ class Watcher:
         idle_step_ms: int = 10,
         poll_interval: float | None = None,
         suffixes: tuple[str, ...] = (".jsonl",),
-        resync_interval: float | None = 30.0,
+        resync_interval: float | Literal["auto"] | None = "auto",
     ) -> None:
         self._on_events = on_events
         self._debounce_ms = debounce_ms
@@ -211,6 +241,9 @@ class Watcher:
         """The mode ``run()`` is in (``None`` before it starts)."""
         self.batches = 0
         """Batches looked at (kernel batches, poll ticks, re-scans): for tests and benchmarks."""
+        self.wakeups = 0
+        """Times the watcher woke in the event loop: kernel events read, timers and pokes
+        (``daemon/status`` and benchmarks; an idle watcher adds none between its deadlines)."""
 
     # ------------------------------------------------------------------ public API
 
@@ -311,6 +344,12 @@ class Watcher:
             f.expected = None  # already seen (the look came first): nothing left to suppress
             return
         f.expected = (size, inode)
+        if self.mode == "inotify" and self._gen is not None:
+            # A look now (one stat): a write that already landed is settled before anyone else
+            # can touch the file. Otherwise another program truncating it back to its size
+            # before the daemon's write, before the kernel event was read, would look like the
+            # daemon's write still on its way and go unreported.
+            self._unexpected({key})
 
     def known(self, path: Path | str) -> tuple[int, int | None] | None:
         """``(size, inode)`` the watcher knows for ``path``; ``None`` if absent or not followed."""
@@ -338,10 +377,15 @@ class Watcher:
         self._wake = anyio.Event()
         self._lock = anyio.Lock()
         try:
-            notify_class = self._notify_class()
-            if notify_class is not None:
-                self.mode = "inotify"
-                await self._run_notify(notify_class)
+            if not self._polling_wanted():
+                if _inotify.available():
+                    self.mode = "inotify"
+                    await self._run_notify(None)
+                else:
+                    notify_class = self._notify_class()
+                    if notify_class is not None:
+                        self.mode = "inotify"
+                        await self._run_notify(notify_class)
             if not self._stopped:
                 self.mode = "poll"
                 await self._run_poll(self._poll_interval or DEFAULT_POLL_INTERVAL)
@@ -586,13 +630,16 @@ class Watcher:
             if self._stopped:
                 self._wake.set()
 
-    def _notify_class(self) -> Callable[..., _Notify] | None:
-        """watchfiles' ``RustNotify`` when inotify is to be used, else ``None`` (logged)."""
+    def _polling_wanted(self) -> bool:
         if self._poll_interval is not None:
-            return None
+            return True
         if os.environ.get(POLL_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
             log.info("file watching: polling (%s is set)", POLL_ENV)
-            return None
+            return True
+        return False
+
+    def _notify_class(self) -> Callable[..., _Notify] | None:
+        """watchfiles' ``RustNotify`` when it is to be used (no direct inotify), else ``None``."""
         try:
             rust = importlib.import_module("watchfiles._rust_notify")
             main = importlib.import_module("watchfiles.main")
@@ -627,8 +674,11 @@ class Watcher:
         log.warning("file watching: %s failed (%s), recreating the watches", what, exc)
         return False
 
-    async def _run_notify(self, notify_class: Callable[..., _Notify]) -> None:
-        """Generations of kernel watches until stopped; returns early to fall back to polling."""
+    async def _run_notify(self, notify_class: Callable[..., _Notify] | None) -> None:
+        """Generations of kernel watches until stopped; returns early to fall back to polling.
+
+        ``notify_class`` ``None``: inotify read on the event loop (:mod:`.inotify`), else
+        watchfiles' ``RustNotify`` in worker threads (where inotify is not available)."""
         while not self._stopped:
             gen = _Flag()
             self._gen = gen
@@ -639,11 +689,15 @@ class Watcher:
             gen.signature = self._dir_signature(wanted)
             active = {d: rec for d, rec in wanted.items() if gen.signature[d] is not None}
             self._active = active
-            notifies: list[_Notify] = []
+            notifies: list[Any] = []
             try:
                 for recursive in (False, True):
                     paths = sorted(d for d, rec in active.items() if rec is recursive)
-                    if paths:
+                    if not paths:
+                        continue
+                    if notify_class is None:
+                        notifies.append(await self._create_inotify(paths, recursive))
+                    else:
                         notifies.append(await self._create_notify(notify_class, paths, recursive))
             except FileNotFoundError:
                 for n in notifies:
@@ -662,8 +716,10 @@ class Watcher:
                 await self._process(None)  # after the watches exist: nothing falls in between
                 async with anyio.create_task_group() as tg:
                     for n in notifies:
-                        tg.start_soon(self._pump, n, gen)
-                    fallback = await self._housekeeping(gen)
+                        tg.start_soon(self._pump if notify_class is not None else self._read_events, n, gen)
+                    fallback = await self._housekeeping(gen, direct=notify_class is None)
+                    if notify_class is None:
+                        tg.cancel_scope.cancel()  # the readers wait in the loop's epoll
             finally:
                 gen.set()
                 for n in notifies:
@@ -683,6 +739,111 @@ class Watcher:
                 return notify_class(paths, False, False, 300, recursive, True)
 
         return await anyio.to_thread.run_sync(create)
+
+    async def _create_inotify(self, paths: list[str], recursive: bool) -> _inotify.Inotify:
+        """The kernel watches, made in a worker thread (a large tree takes a while to walk)."""
+        return await anyio.to_thread.run_sync(_inotify.Inotify, paths, recursive)
+
+    async def _read_events(self, notify: _inotify.Inotify, gen: _Flag) -> None:
+        """Read the kernel's events as they come, until ``gen`` is set (then this task is
+        cancelled): the descriptor stays registered with the event loop, whose ``epoll``
+        sleeps in the kernel, so nothing wakes while nothing changes.
+
+        Each readable descriptor is drained in the loop's callback at once, and the files
+        found exactly as the daemon said it wrote them (:meth:`expect`) are settled there: an
+        append of the daemon's to a watched file costs one read and one ``stat``. What remains
+        is taken as watchfiles takes a batch: once no new event came for ``step_ms``, at the
+        latest ``debounce_ms`` after the first (a file being written — created, then filled —
+        is looked at once, whole); events arriving while a batch is processed make the next
+        one. A queue overflow or a directory moved out of a recursive tree re-reads everything
+        with new watches."""
+        loop = asyncio.get_running_loop()
+        fd = notify.fileno()
+        pending: set[str] = set()
+        arrived = asyncio.Event()
+        state = _ReadState()
+
+        def on_readable() -> None:
+            try:
+                changes = notify.read()
+            except OSError as exc:
+                state.error = exc
+                arrived.set()
+                return
+            self.wakeups += 1
+            paths = self._unexpected(changes.paths)
+            if paths or changes.rescan:
+                pending.update(paths)
+                state.rescan = state.rescan or changes.rescan
+                state.arrivals += 1
+                arrived.set()
+
+        loop.add_reader(fd, on_readable)
+        try:
+            while not gen.is_set():
+                await arrived.wait()
+                arrived.clear()
+                deadline = anyio.current_time() + self._debounce_ms / 1000
+                while not (state.rescan or state.error):
+                    step = min(self._step_ms / 1000, deadline - anyio.current_time())
+                    if step <= 0:
+                        break
+                    seen = state.arrivals
+                    await anyio.sleep(step)
+                    if state.arrivals == seen:
+                        break
+                if gen.is_set():
+                    return
+                if state.error is not None:
+                    gen.error = state.error
+                    gen.set()
+                    self._poke()
+                    return
+                if state.rescan:
+                    log.info("file watching: kernel events were dropped or a directory moved; re-reading all")
+                    self._check_dirs = self._renew_watches = True
+                    self._poke()
+                    return
+                batch = set(pending)
+                pending.clear()
+                arrived.clear()  # what came during the settling is in this batch
+                if batch:
+                    await self._process(batch)
+                    if self._check_dirs:
+                        self._poke()
+        finally:
+            loop.remove_reader(fd)
+
+    def _unexpected(self, paths: set[str]) -> set[str]:
+        """``paths`` less the known files found exactly as the daemon said it wrote them
+        (:meth:`expect`; their known state moves on here, the same rule as :meth:`_observe`'s
+        first case) or exactly as last seen: an append of the daemon's costs a ``stat`` or
+        two, not a batch."""
+        out: set[str] = set()
+        files = self._files
+        for p in paths:
+            f = files.get(p)
+            if f is None or (f.expected is None and f.size is None):
+                out.add(p)
+                continue
+            try:
+                st = os.stat(p)
+            except OSError:
+                out.add(p)
+                continue
+            if not stat_module.S_ISREG(st.st_mode):
+                out.add(p)
+            elif f.expected is None:
+                if (st.st_size, st.st_ino) != (f.size, f.inode):
+                    out.add(p)  # else: as last seen (a write already settled by expect)
+            else:
+                e_size, e_inode = f.expected
+                if st.st_size == e_size and (e_inode is None or e_inode == st.st_ino):
+                    f.size, f.inode, f.expected = st.st_size, st.st_ino, None
+                    self._dirty.discard(p)
+                else:
+                    out.add(p)
+        return out
 
     async def _pump(self, notify: _Notify, gen: _Flag) -> None:
         """Wait for kernel batches in a worker thread and process them, until ``gen`` is set.
@@ -728,13 +889,31 @@ class Watcher:
                 await self._process(list(recent))
             recent.clear()
 
-    async def _housekeeping(self, gen: _Flag) -> bool:
+    async def _housekeeping(self, gen: _Flag, *, direct: bool = False) -> bool:
         """Pending looks (tracked files), directory checks and the slow re-scan, until the
-        generation ends; returns ``True`` to fall back to polling."""
-        next_resync = None if self._resync_interval is None else time.monotonic() + self._resync_interval
+        generation ends; returns ``True`` to fall back to polling.
+
+        ``direct`` (inotify read on the loop): a watched directory deleted or moved is an
+        event, so the directories are checked every ``DIR_CHECK_INTERVAL`` only while one is
+        missing (waiting for it to appear), else with the re-scan; between two deadlines this
+        sleeps until poked."""
+        interval = self._resync_interval
+        if interval == "auto":
+            interval = DIRECT_RESYNC_INTERVAL if direct else RESYNC_INTERVAL
+        next_resync = None if interval is None else time.monotonic() + interval
         next_dir_check = time.monotonic() + DIR_CHECK_INTERVAL
         while True:
-            await self._wait(DIR_CHECK_INTERVAL)
+            now = time.monotonic()
+            if not direct or any(v is None for v in gen.signature.values()):
+                timeout = max(0.0, next_dir_check - now)
+            elif next_resync is not None:
+                timeout = max(0.0, next_resync - now)
+                next_dir_check = next_resync
+            else:
+                timeout = math.inf
+                next_dir_check = math.inf
+            await self._wait(timeout)
+            self.wakeups += 1
             if gen.is_set():
                 break
             if self._dirty:
@@ -753,7 +932,7 @@ class Watcher:
                     gen.set()
                     break
             if next_resync is not None and now >= next_resync:
-                next_resync = now + (self._resync_interval or 0)
+                next_resync = now + (interval or 0)
                 await self._process(None)
         return gen.error is not None and self._notify_failed("the kernel watch", gen.error)
 
@@ -762,6 +941,7 @@ class Watcher:
         self._gen = None
         self._active = {}
         while not self._stopped:
+            self.wakeups += 1
             await self._process(None)
             deadline = time.monotonic() + interval
             while not self._stopped:

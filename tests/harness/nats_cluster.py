@@ -6,11 +6,23 @@ chosen free at start; each node gets its own config (``server_name``, client ``l
 can be killed (``SIGKILL``: the leader-loss tests) and started again on the same ports and
 store. Nodes do not advertise their client URLs (``no_advertise``), so a client given one
 node's URL stays on that node: killing it cuts the client off (the partition tests). The
-cluster is ready when every running node accepts a client and answers a JetStream request,
-and then when a stream with as many replicas as nodes run (R3) can be placed and written:
-a node answers before the meta leader knows every peer's JetStream, and a test creating its
-R3 stream in that moment was refused ("no suitable peers for placement", 10005, seen right
-after a start on a loaded machine). Retried until a deadline.
+cluster is ready when
+
+1. every running node accepts a client and answers a JetStream request;
+2. the routes form a full mesh: a subscriber on each node is reached by a request made on
+   every node. A node answers JetStream requests as soon as it reaches the meta leader, but a
+   restarted node's routes to the other peers come up one by one (each side retries on its own
+   schedule), and a subject's interest travels only over a direct route;
+3. a stream with as many replicas as nodes run (R3) is placed, and a message published
+   through *each* node is stored. A node answers before the meta leader knows every peer's
+   JetStream, and a test creating its R3 stream in that moment was refused ("no suitable
+   peers for placement", 10005, seen right after a start on a loaded machine); and after a
+   node's restart a stream created through one node was not yet writable through another
+   (``NoStreamResponseError``: the stream leader's interest had not reached the node the
+   client was on, whose route to the leader was still coming up). Probing through one node
+   chosen at random, as before, missed that.
+
+Each step is retried until one deadline.
 
 Run by hand: ``scripts/nats-cluster DIR`` starts one and prints the client URLs until Ctrl-C.
 """
@@ -29,6 +41,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 READY_TIMEOUT = 60.0
 
@@ -146,13 +159,67 @@ class Cluster:
                 node.process = None
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        """Every running node accepts clients and JetStream answers (a meta leader exists)."""
+        """Every running node answers JetStream, the routes form a full mesh, and an R3 stream
+        is placed and written through every node (see the module docstring)."""
         asyncio.run(self._wait_ready(timeout))
 
     async def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         await self._wait_answering(deadline)
+        await self._wait_meshed(deadline)
         await self._wait_placeable(deadline)
+
+    def _running_urls(self) -> list[str]:
+        return [n.url for n in self.nodes if n.process is not None]
+
+    async def _connect_each(self, urls: list[str]) -> list[Any]:
+        """One client per node, each pinned to its node (no reconnect, no other server)."""
+        import nats  # noqa: PLC0415
+
+        clients: list[Any] = []
+        try:
+            for url in urls:
+                clients.append(
+                    await nats.connect(url, connect_timeout=1, allow_reconnect=False, error_cb=_quiet)
+                )
+        except BaseException:
+            await _close_all(clients)
+            raise
+        return clients
+
+    async def _wait_meshed(self, deadline: float) -> None:
+        """Every node's subscriber answers a request made on every node: each pair of running
+        nodes has a working route (a node's subject interest reaches every other node)."""
+        urls = self._running_urls()
+        if len(urls) < 2:
+            return
+        token = secrets.token_hex(4)
+        while True:
+            clients: list[Any] = []
+            try:
+                clients = await self._connect_each(urls)
+                subjects = []
+                for i, nc in enumerate(clients):
+                    subject = f"_ready.{os.getpid()}.{token}.{i}"
+
+                    async def answer(msg: Any) -> None:
+                        await msg.respond(b"ok")
+
+                    await nc.subscribe(subject, cb=answer)
+                    await nc.flush(timeout=2)
+                    subjects.append(subject)
+                for nc in clients:
+                    for subject in subjects:
+                        reply = await nc.request(subject, b"ping", timeout=1)
+                        if reply.data != b"ok":
+                            raise RuntimeError(f"unexpected answer on {subject}: {reply.data!r}")
+                return
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the cluster's routes do not form a full mesh: {exc}") from exc
+                await asyncio.sleep(0.2)
+            finally:
+                await _close_all(clients)
 
     async def _wait_answering(self, deadline: float) -> None:
         import nats  # noqa: PLC0415 - the nats extra, needed only once a cluster runs
@@ -179,35 +246,36 @@ class Cluster:
 
     async def _wait_placeable(self, deadline: float) -> None:
         """A meta leader places a stream on as many peers as nodes run, a leader is elected
-        for it and a message is stored: what each test's first stream needs. The probe
-        stream is deleted again."""
-        import nats  # noqa: PLC0415
+        for it and a message published through each node is stored: what each test's first
+        stream needs, whichever node its client lands on. The probe stream is deleted again."""
         from nats.js.api import StorageType, StreamConfig  # noqa: PLC0415
 
-        running = [n.url for n in self.nodes if n.process is not None]
-        if not running:
+        urls = self._running_urls()
+        if not urls:
             return
         name = f"READY_{os.getpid()}_{secrets.token_hex(4)}"
         config = StreamConfig(
-            name=name, subjects=[f"ready.{name}"], num_replicas=min(3, len(running)), storage=StorageType.FILE
+            name=name, subjects=[f"ready.{name}"], num_replicas=min(3, len(urls)), storage=StorageType.FILE
         )
         while True:
+            clients: list[Any] = []
             try:
-                nc = await nats.connect(running, connect_timeout=1, allow_reconnect=False, error_cb=_quiet)
-                try:
-                    js = nc.jetstream(timeout=2)
-                    await js.add_stream(config)  # again after a failed publish: the same config is fine
-                    await js.publish(f"ready.{name}", b"ready")
-                    await js.delete_stream(name)
-                finally:
-                    await nc.close()
+                clients = await self._connect_each(urls)
+                js = clients[0].jetstream(timeout=2)
+                await js.add_stream(config)  # again after a failed publish: the same config is fine
+                for nc in clients:
+                    await nc.jetstream(timeout=2).publish(f"ready.{name}", b"ready")
+                await js.delete_stream(name)
                 return
             except Exception as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"the cluster cannot place and write an R{config.num_replicas} stream: {exc}"
+                        f"the cluster cannot place and write an R{config.num_replicas} stream "
+                        f"through every node: {exc}"
                     ) from exc
                 await asyncio.sleep(0.2)
+            finally:
+                await _close_all(clients)
 
     def __enter__(self) -> Cluster:
         self.start()
@@ -240,3 +308,9 @@ if __name__ == "__main__":
 
 async def _quiet(exc: Exception) -> None:
     """The probe's connection errors are expected while a node starts."""
+
+
+async def _close_all(clients: list[Any]) -> None:
+    for nc in clients:
+        with contextlib.suppress(Exception):
+            await nc.close()

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
+from sessiond.service import inotify as inotify_module
 from sessiond.service import watcher as watcher_module
 from sessiond.service.watcher import POLL_ENV, FileEvent, Watcher
 
@@ -31,12 +32,28 @@ try:
 except ImportError:  # pragma: no cover - watchfiles is a dependency
     HAVE_WATCHFILES = False
 
+HAVE_INOTIFY = inotify_module.available()
+
 MODES = [
+    pytest.param("inotify", marks=pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")),
     pytest.param(
-        "inotify", marks=pytest.mark.skipif(not HAVE_WATCHFILES, reason="watchfiles is not installed")
+        "watchfiles", marks=pytest.mark.skipif(not HAVE_WATCHFILES, reason="watchfiles is not installed")
     ),
     "poll",
 ]
+"""``inotify``: the kernel's events read on the event loop (the default on Linux);
+``watchfiles``: watchfiles' ``RustNotify`` in threads (where inotify is not available; the
+watcher's ``mode`` says ``inotify`` for both); ``poll``: the polling fallback."""
+
+
+@pytest.fixture(autouse=True)
+def _backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``watchfiles`` case runs without the direct inotify reader."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("mode") == "watchfiles":
+        monkeypatch.setattr(inotify_module, "available", lambda: False)
+
+
 POLL_INTERVAL = 0.02
 TIMEOUT = 3.0
 
@@ -85,7 +102,7 @@ async def running(mode: str, *dirs: Path, **kw: Any) -> AsyncIterator[tuple[Watc
     async with anyio.create_task_group() as tg:
         tg.start_soon(w.run)
         await started(w)
-        assert w.mode == mode
+        assert w.mode == ("inotify" if mode == "watchfiles" else mode)
         try:
             yield w, rec
         finally:
@@ -237,7 +254,9 @@ async def test_expect_suppresses_own_write_not_the_next_external_one(mode: str, 
     async with running(mode, session_dir) as (w, rec):
         own = append(s, b'{"own":1}\n')
         w.expect(s, own)  # right after the write, as the daemon does (same loop step)
-        assert w.known(s) == (3, s.stat().st_ino)  # the expectation moves nothing by itself
+        # With kernel watches expect() looks once (the write has landed: seen, settled); a
+        # poller's expectation moves nothing by itself, its next look settles it.
+        assert w.known(s) == (own if mode != "poll" else 3, s.stat().st_ino)
         await rec.nothing(0.15)
         assert w.known(s) == (own, s.stat().st_ino)
         own2 = append(s, b'{"own":2}\n')
@@ -245,6 +264,24 @@ async def test_expect_suppresses_own_write_not_the_next_external_one(mode: str, 
         external = append(s, b'{"external":1}\n')  # lands right after the daemon's write
         events = await rec.until(grown_to(s, external))
         assert [(e.kind, e.previous_size, e.size) for e in events] == [("grown", own2, external)]
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "poll"])
+async def test_a_truncation_back_to_the_size_before_an_own_write_is_reported(
+    mode: str, session_dir: Path
+) -> None:
+    """Another program truncates the file back to its size before the daemon's write, before
+    the watcher read the write's kernel event: not the daemon's write still on its way (which
+    the sizes alone cannot tell), since expect() looked when the write had landed."""
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running(mode, session_dir) as (w, rec):
+        own = append(s, b'{"own":1}\n')
+        w.expect(s, own)
+        with s.open("r+b") as f:  # no await in between: the watcher has read no event yet
+            f.truncate(3)
+        events = await rec.next()
+        assert [(e.kind, e.previous_size, e.size) for e in events] == [("rewritten", own, 3)]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -438,6 +475,8 @@ async def test_poll_env_var(monkeypatch: pytest.MonkeyPatch, session_dir: Path) 
 
 
 def _fake_watchfiles(monkeypatch: pytest.MonkeyPatch, notify_class: Any) -> None:
+    """watchfiles' backend (used where inotify cannot be read directly), with a stand-in."""
+    monkeypatch.setattr(inotify_module, "available", lambda: False)
     rust = types.ModuleType("watchfiles._rust_notify")
     rust.RustNotify = notify_class  # type: ignore[attr-defined]  # a stand-in for watchfiles' module
     main = types.ModuleType("watchfiles.main")
@@ -637,3 +676,95 @@ async def test_a_change_dropped_by_a_timed_out_wait_is_still_seen(
             await anyio.sleep(0.005)
         final = s.stat().st_size
         await rec.until(grown_to(s, final))
+
+
+# --------------------------------------------------------------------------- inotify read on the loop
+
+
+@pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")
+async def test_an_idle_watcher_does_not_wake(session_dir: Path) -> None:
+    """Nothing changes: no kernel event, no timer (the re-scan is off here), so the watcher
+    never wakes; the next append wakes it once and is reported."""
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    (session_dir / "sub").mkdir()
+    async with running("inotify", session_dir, resync_interval=None) as (w, rec):
+        w.watch_dir(session_dir / "sub", recursive=True)
+        await rec.nothing(0.3)  # the watches are renewed for the new directory meanwhile
+        before = w.wakeups
+        await rec.nothing(1.2)  # longer than DIR_CHECK_INTERVAL
+        assert w.wakeups == before
+        await grows_alone(rec, s)
+        assert w.wakeups > before
+
+
+@pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")
+async def test_dropped_kernel_events_reread_everything(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path
+) -> None:
+    """A queue overflow (the kernel dropped events) loses the paths: the watcher re-reads all
+    files with new watches, so the append behind the overflow is still reported."""
+    real_read = inotify_module.Inotify.read
+    overflowed: list[bool] = []
+
+    def read(self: Any) -> Any:
+        changes = real_read(self)
+        if changes.paths and not overflowed:
+            overflowed.append(True)
+            return inotify_module.Changes(rescan=True)  # as IN_Q_OVERFLOW reads
+        return changes
+
+    monkeypatch.setattr(inotify_module.Inotify, "read", read)
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    async with running("inotify", session_dir, resync_interval=None) as (_, rec):
+        size = append(s, b"{}\n")
+        assert kinds(await rec.until(grown_to(s, size))) == [("grown", "s.jsonl")]
+        assert overflowed
+        await grows_alone(rec, s)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_subdirectory_moved_out_and_back(mode: str, session_dir: Path, tmp_path: Path) -> None:
+    """A directory moved out of a recursive tree takes its files with it (deleted), and its
+    kernel watches must not report them under the old path; moved back in, they are there
+    again and followed."""
+    sub = session_dir / "--project--"
+    sub.mkdir()
+    f = sub / "s.jsonl"
+    f.write_bytes(b"{}\n")
+    away = tmp_path / "away"
+    async with running(mode, resync_interval=None) as (w, rec):
+        w.watch_dir(session_dir, recursive=True)
+        await rec.nothing(0.1)
+        sub.rename(away)
+        assert kinds(await rec.next()) == [("deleted", "s.jsonl")]
+        append(away / "s.jsonl", b"{}\n")  # outside the tree now
+        await rec.nothing(0.2)
+        away.rename(sub)
+        assert kinds(await rec.next()) == [("created", "s.jsonl")]
+        await grows_alone(rec, f)
+
+
+@pytest.mark.skipif(not HAVE_INOTIFY, reason="no inotify here")
+async def test_the_watch_limit_falls_back_to_polling(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(*args: Any) -> None:
+        raise OSError(28, "inotify_add_watch: No space left on device")
+
+    monkeypatch.setattr(inotify_module, "Inotify", refuse)
+    s = session_dir / "s.jsonl"
+    s.write_bytes(b"{}\n")
+    rec = Recorder()
+    w = Watcher(rec)
+    w.watch_dir(session_dir)
+    with caplog.at_level(logging.WARNING, logger="sessiond.watch"):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(w.run)
+            with anyio.fail_after(TIMEOUT):
+                while w.mode != "poll":
+                    await anyio.sleep(0.005)
+            await grows_alone(rec, s)
+            w.stop()
+    assert caplog.text.count("polling instead") == 1

@@ -61,6 +61,27 @@ class StatusMemory(Result):
     )
 
 
+class StatusWatching(Result):
+    enabled: bool = Field(description="`[watch] enabled`: other writers' changes are followed.")
+    mode: str | None = Field(
+        None,
+        description="How the roots other agents write are watched: `inotify` or `poll` (null: not started).",
+    )
+    storeMode: str | None = Field(
+        None,
+        description="How the roots sessiond writes (its store) are watched: `inotify` or `poll` (null: not started).",
+    )
+    wakeups: int = Field(
+        description="Times the file watchers woke since the start (kernel events read, poll ticks, "
+        "re-scans); an idle daemon's watchers add none between their deadlines."
+    )
+    processWakeups: int | None = Field(
+        None,
+        description="Times the daemon's live threads were put on a CPU since they started "
+        "(`/proc/self/task/*/schedstat`), every cause together; null where it cannot be read.",
+    )
+
+
 class StatusFiles(Result):
     notRegular: int = Field(
         description="Files named like sessions that were FIFOs, devices, sockets or directories, skipped unread "
@@ -104,6 +125,9 @@ class DaemonStatusResult(Result):
     sessions: list[StatusSession] = Field(description="Open sessions.")
     clients: list[StatusClient] = Field(description="Open connections, the asking one included.")
     memory: StatusMemory | None = Field(None, description="The memory budget and what is held under it.")
+    watching: StatusWatching | None = Field(
+        None, description="How other writers' changes are followed, and what that wakes the daemon."
+    )
     files: StatusFiles | None = Field(
         None, description="Hostile or unreadable files skipped since the start."
     )
@@ -183,6 +207,13 @@ METHODS: dict[str, MethodSpec] = {
                     "evictions": 7,
                     "rssBytes": 98566144,
                     "allocatorTrims": 42,
+                },
+                "watching": {
+                    "enabled": True,
+                    "mode": "inotify",
+                    "storeMode": "inotify",
+                    "wakeups": 318,
+                    "processWakeups": 5210,
                 },
                 "clients": [
                     {

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from .. import __version__
 from ..errors import SessiondError
 
 START_TIMEOUT: Final = 15.0
@@ -50,35 +49,20 @@ class DaemonLink:
         return self._failed
 
     async def _open(self) -> Any:
-        from sessiond_client.client import Client  # noqa: PLC0415
-
-        from ..rpc.bridge import DaemonUnavailableError, connect_or_start  # noqa: PLC0415
+        from ..rpc.bridge import DaemonUnavailableError, open_client  # noqa: PLC0415
         from ..service.config import load_config  # noqa: PLC0415
 
         try:
             config = load_config(root=self._store, socket=self._socket)
-            if self._start:
-                reader, writer = await connect_or_start(config, _started)
-            else:
-                reader, writer = await asyncio.open_unix_connection(str(config.socket), limit=2**26)
+            return await open_client(
+                config, "sessiond-acp", start=self._start, on_start=_started, timeout=START_TIMEOUT
+            )
         except DaemonUnavailableError as exc:
             raise Unavailable(f"cannot start the sessiond daemon: {exc.message}") from None
         except SessiondError as exc:
             raise Unavailable(f"sessiond's configuration is invalid: {exc.message}") from None
         except OSError as exc:
             raise Unavailable(f"no sessiond daemon answers ({exc.strerror or exc})") from None
-        client = Client(reader, writer)
-        info = {"name": "sessiond-acp", "version": __version__}
-        try:
-            await client.request(
-                "initialize", {"protocolVersion": 1, "clientInfo": info}, timeout=START_TIMEOUT
-            )
-            await client.notify("initialized", {})
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await client.close()
-            raise
-        return client
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """The daemon's result; :class:`DaemonError` for its error answers, :class:`Unavailable`

@@ -14,7 +14,6 @@ import contextlib
 from pathlib import Path
 from typing import Any, Final
 
-from .. import __version__
 from ..errors import SessiondError
 
 START_TIMEOUT: Final = 15.0
@@ -49,9 +48,7 @@ class DaemonLink:
         self._lock = asyncio.Lock()
 
     async def _open(self) -> Any:
-        from sessiond_client.client import Client  # noqa: PLC0415
-
-        from ..rpc.bridge import DaemonUnavailableError, connect_or_start  # noqa: PLC0415
+        from ..rpc.bridge import DaemonUnavailableError, open_client  # noqa: PLC0415
         from ..service.config import load_config  # noqa: PLC0415
 
         try:
@@ -59,10 +56,9 @@ class DaemonLink:
         except SessiondError as exc:
             raise ToolFailure(f"sessiond's configuration is invalid: {exc.message}") from None
         try:
-            if self._start:
-                reader, writer = await connect_or_start(config, _started)
-            else:
-                reader, writer = await asyncio.open_unix_connection(str(config.socket), limit=2**26)
+            return await open_client(
+                config, "sessiond-mcp", start=self._start, on_start=_started, timeout=START_TIMEOUT
+            )
         except DaemonUnavailableError as exc:
             raise ToolFailure(f"cannot start the sessiond daemon: {exc.message}") from None
         except OSError as exc:
@@ -70,18 +66,6 @@ class DaemonLink:
                 f"no sessiond daemon answers at {config.socket} ({exc.strerror or exc}); start one with "
                 "`sessiond serve`"
             ) from None
-        client = Client(reader, writer)
-        info = {"name": "sessiond-mcp", "version": __version__}
-        try:
-            await client.request(
-                "initialize", {"protocolVersion": 1, "clientInfo": info}, timeout=START_TIMEOUT
-            )
-            await client.notify("initialized", {})
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await client.close()
-            raise
-        return client
 
     async def _connected(self) -> Any:
         async with self._lock:

@@ -82,6 +82,33 @@ async def connect_or_start(
     return await asyncio.open_unix_connection(sock=sock, limit=2**24)
 
 
+async def open_client(
+    config: Config, name: str, *, start: bool = True, on_start: Started | None = None, timeout: float = 15.0
+) -> Any:
+    """An initialised :class:`sessiond_client.client.Client` on the daemon's socket (the daemon
+    started when none answers, with ``start``): what the faces that are clients of the daemon
+    (``sessiond mcp``, ``sessiond acp``) hold. Raises :class:`DaemonUnavailableError` (none could
+    be started), ``OSError`` (none answers) or the client's errors from ``initialize``."""
+    from sessiond_client.client import Client  # noqa: PLC0415
+
+    from .. import __version__  # noqa: PLC0415
+
+    if start:
+        reader, writer = await connect_or_start(config, on_start)
+    else:
+        reader, writer = await asyncio.open_unix_connection(str(config.socket), limit=2**26)
+    client = Client(reader, writer)
+    info = {"name": name, "version": __version__}
+    try:
+        await client.request("initialize", {"protocolVersion": 1, "clientInfo": info}, timeout=timeout)
+        await client.notify("initialized", {})
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await client.close()
+        raise
+    return client
+
+
 async def _socket_or_start(config: Config, on_start: Started | None = None) -> socket.socket:
     path = config.socket
     try:

@@ -33,6 +33,7 @@ import {
   type ProgressValue,
   type ServerRequestName,
   type ServerRequests,
+  type SearchMethods,
   type SessionMethods,
   type SessionUpdate,
   type SessionUpdateName,
@@ -168,6 +169,7 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
   readonly context: ContextMethods<RequestOptions>;
   readonly compaction: CompactionMethods<RequestOptions>;
   readonly fileHistory: FileHistoryMethods<RequestOptions>;
+  readonly search: SearchMethods<RequestOptions>;
   readonly stats: StatsMethods<RequestOptions>;
 
   private conn: MessageConnection | undefined;
@@ -199,6 +201,7 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
     this.context = groups.context;
     this.compaction = groups.compaction;
     this.fileHistory = groups.fileHistory;
+    this.search = groups.search;
     this.stats = groups.stats;
   }
 

@@ -350,7 +350,9 @@ async def search_query(call: Caller, p: M.SearchParams) -> M.SearchResult:
             percentage = 100 * done // total if total else 100
             call.progress(token, "report", message=f"{done}/{total} session files", percentage=percentage)
 
-    return await call.service.search.query(p, progress if token is not None else None)
+    return await call.service.search.query(
+        p, progress if token is not None else None, call.service.known_session
+    )
 
 
 HANDLERS.complete()

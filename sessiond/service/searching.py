@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -144,8 +144,13 @@ class Searching:
     # ------------------------------------------------------------------ search/query
 
     async def query(
-        self, p: M.SearchParams, progress: Callable[[int, int], None] | None = None
+        self,
+        p: M.SearchParams,
+        progress: Callable[[int, int], None] | None = None,
+        known_session: Callable[[str], Awaitable[None]] | None = None,
     ) -> M.SearchResult:
+        """``known_session``: raises for a ``sessionId`` filter naming no session (after the
+        other params were checked, so a bad filter is still -32602)."""
         if not self.enabled:
             raise InvalidArgumentError("search is disabled ([search] enabled = false)", field="query")
         if p.mode == "substring":
@@ -154,6 +159,8 @@ class Searching:
             match, needle = words_match(p.query), None
         filters = self._filters(p)
         offset = decode_cursor(p.cursor) if p.cursor is not None else 0
+        if p.sessionId is not None and known_session is not None:
+            await known_session(p.sessionId)
         if p.rebuild:
             self.engine.rebuild()
             await anyio.to_thread.run_sync(self.engine.flush)

@@ -397,7 +397,7 @@ class Service:
     async def stats_query(self, p: M.StatsQueryParams) -> M.StatsQueryResult:
         """``stats/query``: the usage records grouped as asked (docs/usage.md)."""
         if p.sessionId is not None:
-            await self._known_session(p.sessionId)
+            await self.known_session(p.sessionId)
         query = Query(p.groupBy, p.agent, p.cwd, p.since, p.until, p.timezone, p.breakdown, p.sessionId)
         return M.StatsQueryResult.model_construct(**(await self.stats.query(query)))
 
@@ -406,7 +406,7 @@ class Service:
     ) -> M.StatsUpdateResult:
         """``stats/subscribe``: ``stats_update`` to ``user`` from now on; the numbers now."""
         if session_id is not None:
-            await self._known_session(session_id)
+            await self.known_session(session_id)
         return M.StatsUpdateResult.model_construct(**(await self.stats.subscribe(user, session_id, timezone)))
 
     async def export(
@@ -463,9 +463,10 @@ class Service:
                 return listed
         return None
 
-    async def _known_session(self, session_id: str) -> None:
-        """A session the stats may name: open, in a root, or with usage records (a Claude Code
-        parent only its sub-agents' files name); else ``SessionNotFoundError``."""
+    async def known_session(self, session_id: str) -> None:
+        """A session a filter (stats, search) may name: open, in a root, or with usage records (a
+        Claude Code parent only its sub-agents' files name); else ``SessionNotFoundError``, as
+        every method naming a session answers for one that does not exist."""
         if session_id in self.registry.hosts or await self.stats.knows(session_id):
             return
         await anyio.to_thread.run_sync(self.catalog.find, session_id)

@@ -118,9 +118,10 @@ class RawClient:
         self.sock.close()
 
 
-DERIVED = ("usage.sqlite3",)
+DERIVED = ("usage.sqlite3", "index.sqlite3")
 """Files the daemon writes in the background from what was acknowledged earlier (the usage
-records follow appends within 0.2 s): not what a refused request changed."""
+records follow appends within 0.2 s; the search index, ``search/index.sqlite3*``, follows them
+from its writer thread): not what a refused request changed."""
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

@@ -54,6 +54,7 @@ BASE: dict[str, dict[str, Any]] = {
     "fileHistory/checkpoint": {"messageId": BOGUS},
     "fileHistory/diff": {"messageId": BOGUS},
     "fileHistory/rewind": {"messageId": BOGUS},
+    "search/query": {"query": "hi"},
 }
 
 # Valid-shaped params on the *real* session that name entries that do not exist.

@@ -608,7 +608,8 @@ class Methods:
     ) -> M.SearchResult:
         """``search/query``: Full-text search across every session of every root (words, phrases,
         prefixes, exclusions; or a substring), ranked by bm25 with the newest first among equals. A
-        bad query is -32602 with `data.field` naming `query`.
+        bad query is -32602 with `data.field` naming `query`; a `sessionId` filter naming no session
+        is -32010.
 
         Args:
             query: Words mode: `word`, `"a phrase"`, `pref*`, `-excluded` (every term must match).

@@ -96,8 +96,9 @@ METHODS = {
             SearchResult,
             "Full-text search across every session of every root (words, phrases, prefixes, "
             "exclusions; or a substring), ranked by bm25 with the newest first among equals. A bad "
-            "query is -32602 with `data.field` naming `query`.",
-            (C.INVALID_PARAMS,),
+            "query is -32602 with `data.field` naming `query`; a `sessionId` filter naming no "
+            "session is -32010.",
+            (C.INVALID_PARAMS, C.SESSION_NOT_FOUND),
             {"query": '"leaf id" parse*', "cwd": "/home/dev/webapp", "limit": 20},
             {
                 "hits": [

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 import math
 import os
 import random
+import re
 import shutil
 import stat
 import subprocess

@@ -76,6 +76,14 @@ class Follower:
     """Seconds between two ``PRAGMA data_version`` looks at OpenCode's database without inotify."""
     OPENCODE_RESYNC_INTERVAL = 30.0
     """With inotify: the longest wait between two looks (a commit whose event was missed)."""
+    OPENCODE_SETTLE = (0.005, 0.02, 0.05, 0.1, *(0.25,) * 20)
+    """With inotify: after a write to the database or its log, look again after these delays
+    (~5 s in all, started again by each write) even when no new commit shows yet. A WAL commit
+    writes its frames to ``-wal`` (the event), syncs them — tens to hundreds of milliseconds
+    on a busy disk — and only then publishes them in ``-shm``, through a memory map that
+    inotify does not see (and readers write it too). So no event marks the moment a commit
+    becomes visible: a look right after the write can see the old version, and waiting for
+    the next event could wait until the resync."""
 
     def __init__(self, registry: SessionRegistry, listing: ListingCache, config: WatchConfig) -> None:
         self.registry = registry
@@ -184,6 +192,7 @@ class Follower:
         version: int | None = None
         listed: dict[str, float] = {}
         nearby = Nearby(root.path / DB_NAME, ignore=("-shm",))
+        settle: list[float] = []
         try:
             while True:
                 armed = nearby.arm()  # before the look: a commit after it wakes the wait
@@ -198,7 +207,11 @@ class Follower:
                     except (SessiondError, OSError, sqlite3.Error) as exc:
                         log.warning("%s: %s", database.path, exc)
                 if armed:
-                    await nearby.wait(self.OPENCODE_RESYNC_INTERVAL)
+                    # Looks again soon after a write, whether or not it showed a commit: the
+                    # write seen may belong to a commit that becomes visible only later.
+                    wait = settle.pop(0) if settle else self.OPENCODE_RESYNC_INTERVAL
+                    if await nearby.wait(wait):
+                        settle = list(self.OPENCODE_SETTLE)
                 else:
                     await anyio.sleep(self.OPENCODE_POLL_INTERVAL)
         finally:

@@ -308,8 +308,9 @@ class Nearby:
                 return True  # a directory on the way to the target appeared
         return False
 
-    async def wait(self, timeout: float) -> None:
-        """Until the target (or the way to it) changes, at most ``timeout`` seconds. Armed."""
+    async def wait(self, timeout: float) -> bool:
+        """Until the target (or the way to it) changes, at most ``timeout`` seconds. Armed.
+        Whether it changed (``False``: the time ran out)."""
         notify = self._notify
         assert notify is not None, "arm() first"
         with anyio.move_on_after(timeout):
@@ -317,7 +318,8 @@ class Nearby:
                 await anyio.wait_readable(notify.fileno())
                 changes = notify.read()
                 if changes.rescan or self._relevant(changes.paths):
-                    return
+                    return True
+        return False
 
     def close(self) -> None:
         if self._notify is not None:

@@ -10,11 +10,14 @@ true``; the final tree, context and usage must equal a cold load of the finished
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,10 @@ OPENCODE_WRITER = textwrap.dedent(
     time.sleep(1.0)   # stay connected a moment: the WAL is not checkpointed away before the reader looks
     """
 )
+
+
+def _has(entry_id: str, seen: list[dict[str, Any]]) -> bool:
+    return entry_id in appended_ids(seen)
 
 
 def appended_ids(seen: list[dict[str, Any]]) -> list[str]:
@@ -254,6 +261,53 @@ async def test_an_opencode_session_written_live_is_followed(tmp_path: Path) -> N
         assert [m["message"] for m in context["messages"]] == expected_messages
         usage = await client.request("context/usage", {"sessionId": sid})
         assert usage["used"] == int(cold.context_usage().tokens) and usage["source"] in ("api", "estimate")
+        await client.close()
+    finally:
+        assert daemon.stop() == 0
+
+
+async def test_every_opencode_commit_is_seen_without_waiting_for_the_resync(tmp_path: Path) -> None:
+    """Each commit, made at any phase of the daemon's look, is announced on its own: a WAL
+    commit becomes visible after the write inotify reports (the frames are synced, then
+    published through a memory map), so a look right after the event can miss it. Before the
+    fix a commit now and then waited for the 30 s resync (the agents benchmark timed out)."""
+    sid = "ses_04ca851f7ffevKrKMHW3RsPK1U"
+    target = opencode_db(tmp_path, sid, messages=1)
+    daemon = start_daemon(tmp_path)
+    rng = random.Random(7)
+    try:
+        client = await daemon.client()
+        await client.request("session/load", {"sessionId": sid, "subscribe": True})
+        writer = sqlite3.connect(target, isolation_level=None)
+        base = 1_900_000_000_000
+        usage = {"input": 1, "output": 1, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+        for i in range(25):
+            t, asked, answered = base + i * 1000, f"msg_live{i:04d}u", f"msg_live{i:04d}v"
+            user: dict[str, Any] = {"role": "user", "time": {"created": t}, "agent": "build"}
+            reply: dict[str, Any] = {
+                "role": "assistant",
+                "parentID": asked,
+                "time": {"created": t + 1, "completed": t + 2},
+                "modelID": "m",
+                "providerID": "p",
+                "finish": "stop",
+                "tokens": usage,
+            }
+            writer.execute("BEGIN")
+            for mid, info, text in ((asked, user, f"question {i}"), (answered, reply, f"answer {i}")):
+                created = info["time"]["created"]
+                writer.execute(
+                    "INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, created, created, json.dumps(info))
+                )
+                part = json.dumps({"type": "text", "text": text})
+                writer.execute(
+                    "INSERT INTO part VALUES (?,?,?,?,?,?)", (f"prt_{mid}", mid, sid, created, created, part)
+                )
+            writer.execute("COMMIT")
+            # 5 s: far above a followed commit's ~10 ms, far below the 30 s resync.
+            await updates_until(client, sid, partial(_has, answered), timeout=5)
+            await asyncio.sleep(rng.uniform(0, 0.1))
+        writer.close()
         await client.close()
     finally:
         assert daemon.stop() == 0

@@ -43,6 +43,72 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# ---------------------------------------------------------------------------- parallel runs (xdist)
+
+SHARED_GROUPS: dict[str, str] = {
+    # Both build the extension's bundle into clients/vscode/dist/ (esbuild, then vsce packs it):
+    # two builds at once would pack each other's half-written file.
+    "tests/web/test_vscode.py": "vscode-build",
+    "tests/web/test_code_server.py": "vscode-build",
+}
+"""Files whose tests write one shared place in the checkout: one unit of work for pytest-xdist
+(one worker runs them one after the other). Every other file is a unit of its own."""
+
+HEAVY_FIRST = (
+    "tests/agents/",
+    "tests/acp/test_codex_acp.py",
+    "tests/test_benchmarks_report.py",
+    "tests/web/test_code_server.py",
+    "tests/web/test_vscode.py",
+    "tests/soak/",
+    "tests/web/test_viewer_e2e.py",
+    "tests/web/test_reader_e2e.py",
+    "tests/reliability/",
+    "tests/oracle/",
+    "tests/harness/test_nats_cluster.py",
+)
+"""Files that take a minute or more (real agents, real VS Code, the benchmarks' smoke run, the
+soak, browsers, crash storms, Pi's own code), handed out first: the run must not end on one of
+them alone while the other worker idles."""
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under pytest-xdist: its file, or its shared group."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_GROUPS.get(path, path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (``scripts/test``) with :data:`SHARED_GROUPS`: one file is one unit of
+    work, so module- and session-scoped fixtures (a daemon, a real agent's scripted run, the
+    benchmarks' smoke run) are set up once, as in a serial run, never on both workers. (xdist's
+    own ``loadgroup`` marks do nothing with pytest >= 9.2: they rename the node id through an
+    attribute pytest no longer reads.) Other ``--dist`` modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # noqa: PLC0415 - only under xdist
+
+    class FileGroupScheduling(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FileGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the long files first (:data:`HEAVY_FIRST`); ``scripts/test`` passes
+    ``--no-loadscope-reorder`` so that xdist keeps this order. A serial run is left alone."""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, prefix in enumerate(HEAVY_FIRST) if path.startswith(prefix)), len(HEAVY_FIRST))
+
+    items.sort(key=rank)  # stable: the collection order within each rank
+
+
 def oracle_dir() -> Path | None:
     """Where pi-oracle is installed (``scripts/setup-oracle``), or None."""
     candidates = [os.environ.get("PI_ORACLE_DIR"), str(REPO / ".cache" / "pi-oracle")]

@@ -14,10 +14,12 @@ Skipped, with the reason, when code-server is not installed (run ``scripts/test-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -181,6 +183,7 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # its extension host and the `sessiond connect` it runs too
             )
         url = f"http://127.0.0.1:{port}"
         wait_http(f"{url}/healthz", code, log)
@@ -264,14 +267,32 @@ async def test_the_extension_in_code_server(tmp_path: Path) -> None:
         assert find_session_file(daemon.store, scenario.agent_session).exists()
     finally:
         if code is not None:
-            code.terminate()
-            try:
-                code.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                code.kill()
+            stop_group(code)
         assert daemon.stop() == 0, daemon.log_text()
     assert "Traceback" not in daemon.log_text()
     shutil.rmtree(tmp_path / "code", ignore_errors=True)
+
+
+def stop_group(code: subprocess.Popen[bytes]) -> None:
+    """code-server with everything it started, before the daemon stops: a `sessiond connect`
+    of the extension left running would start a new daemon on the test's store when the first
+    one goes (one was left running after the test before)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(code.pid, signal.SIGTERM)
+    try:
+        code.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        code.kill()
+        code.wait(timeout=20)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # the rest of the group: the extension host and its children
+        try:
+            os.killpg(code.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(code.pid, signal.SIGKILL)
 
 
 def grown_answer() -> dict[str, Any]:

@@ -21,6 +21,8 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,8 +123,12 @@ def test_page_has_runnable_steps() -> None:
 
 
 @pytest.fixture
-def newcomer(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
+def newcomer() -> Iterator[dict[str, str]]:
+    # A short HOME: the page uses the default store, whose socket is
+    # $HOME/.local/share/sessiond/run/sessiond.sock, and a Unix socket's path has at most 107
+    # bytes. Under a parallel worker's tmp_path (/tmp/pytest-of-root/pytest-N/popen-gwK/
+    # test_quickstart_literally0/home) it had 112, and the daemon could not bind it.
+    home = Path(tempfile.mkdtemp(prefix="qs-", dir="/tmp")) / "home"
     project = home / ".claude" / "projects" / "-work-demo"
     project.mkdir(parents=True)
     shutil.copy(CLAUDE_FIXTURE, project / CLAUDE_FIXTURE.name)
@@ -132,7 +138,8 @@ def newcomer(tmp_path: Path) -> dict[str, str]:
         if not k.startswith(("SESSIOND_", "CLAUDE_", "PI_", "XDG_")) and k != "VIRTUAL_ENV"
     }
     env.update(HOME=str(home), NO_COLOR="1", PYTHONUNBUFFERED="1")
-    return env
+    yield env
+    shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def test_quickstart_literally(newcomer: dict[str, str], tmp_path: Path) -> None:

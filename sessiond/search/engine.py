@@ -27,6 +27,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,10 @@ index is taken for damaged and rebuilt."""
 TAIL_BYTES: Final = 4096
 BUILD_SLICE_S: Final = 0.25
 """Seconds of first-build work between two looks at the queue (events and queries go first)."""
+TAILERS: Final = 8
+"""Session files nobody has open that the writer keeps read (their reader's state and read
+offset), so that when one grows only what it grew by is read: an agent writing a transcript
+nobody follows changes the file once per line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,11 @@ class OpenedSession(Protocol):
     def leaf_id(self) -> Any: ...
 
     def entries(self) -> list[Any]: ...
+
+    def ingest(self) -> Any:
+        """What was appended since the last read (an ``IngestResult``: ``entries``,
+        ``bytes_read``, ``reload_required`` when the file must be read whole again)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -117,6 +127,18 @@ def index_path(store_root: Path) -> Path:
     return store_root / "search" / FILE_NAME
 
 
+def _tail_unchanged(path: str, stored: Signature) -> bool:
+    """Whether the 4 KiB before ``stored.size`` still hash to ``stored.tail``: a file rewritten
+    in place and grown past its old size keeps its inode, only its bytes tell."""
+    try:
+        with open_regular(path) as f:
+            start = max(0, stored.size - TAIL_BYTES)
+            f.seek(start)
+            return zlib.crc32(f.read(stored.size - start)) == stored.tail
+    except OSError:
+        return False
+
+
 def stat_signature(path: str) -> Signature | None:
     """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
     try:
@@ -151,6 +173,10 @@ class SearchEngine:
         self._reader_lock = threading.Lock()
         self._branches: dict[tuple[Any, ...], set[str]] = {}
         self._pending: list[SourceFile] = []
+        self._tailers: OrderedDict[str, OpenedSession] = OrderedDict()
+        """The writer's open readers of files that changed lately (at most :data:`TAILERS`)."""
+        self.bytes_read = 0
+        """Bytes of session files the writer read to index them (whole files and grown tails)."""
         self._building = False
         self.progress: tuple[int, int] | None = None
         """``(done, total)`` while a build runs, else ``None``."""
@@ -268,6 +294,7 @@ class SearchEngine:
             log.exception("search index writer stopped")
         finally:
             self.ready.set()
+            self._drop_tailers()
             if self._db is not None:
                 self._db.close()
             self._drain_barriers()
@@ -319,10 +346,16 @@ class SearchEngine:
         rolled back whole, so it is tried again a few times first."""
         for attempt in range(LOCKED_RETRIES + 1):
             try:
-                self._apply(items)
-                if self._pending:
-                    self._build_slice()
-                return None
+                try:
+                    self._apply(items)
+                    if self._pending:
+                        self._build_slice()
+                    return None
+                except sqlite3.DatabaseError:
+                    # rolled back: what kept readers read is not in the index, so they go (the
+                    # files they followed are read whole when the batch is tried again)
+                    self._drop_tailers()
+                    raise
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == LOCKED_RETRIES or self._stopped:
                     return exc
@@ -380,6 +413,7 @@ class SearchEngine:
             now = stat_signature(item.path)
             if now is not None and now.size == item.expected_size:
                 sig = now
+        self._drop_tailer(item.path)  # an open session feeds it now: a kept reader falls behind
         if not ix.add_entries(db, item.path, item.entries, item.leaf, item.name, sig):
             paths.append(item.path)  # not indexed yet (new, or excluded): read it whole
 
@@ -392,23 +426,68 @@ class SearchEngine:
         return False
 
     def _reindex(self, db: sqlite3.Connection, path: str) -> None:
-        """Bring one path's rows in line with the file (read whole when its signature moved)."""
+        """Bring one path's rows in line with the file: nothing when its signature did not
+        move, its grown tail when it only grew (:meth:`_read_tail`), else read whole."""
         file = self.source.classify(path)
         sig = stat_signature(path)
         if file is None or sig is None or self._excluded(file):
+            self._drop_tailer(path)
             ix.remove_file(db, path)
             return
-        if ix.stored_signature(db, path) == sig:
+        stored = ix.stored_signature(db, path)
+        if stored == sig:
             return
-        self._read(db, file, sig)
+        if stored is not None and self._read_tail(db, path, stored, sig):
+            return
+        self._read(db, file, sig, keep=True)
 
-    def _read(self, db: sqlite3.Connection, file: SourceFile, sig: Signature) -> int:
+    def _read_tail(self, db: sqlite3.Connection, path: str, stored: Signature, sig: Signature) -> bool:
+        """Index what a file kept open by the writer grew by; ``False`` when it must be read
+        whole instead: no reader kept, the file replaced or shrunk, its indexed bytes changed
+        (the CRC of the 4 KiB before the indexed size), or its reader says so."""
+        tailer = self._tailers.get(path)
+        if tailer is None:
+            return False
+        grown = stored.size >= 0 and stored.ino == sig.ino and sig.size >= stored.size
+        if not grown or not _tail_unchanged(path, stored):
+            self._drop_tailer(path)
+            return False
+        try:
+            result = tailer.ingest()
+        except Exception as exc:  # the reader's failure: read the file whole (which says why)
+            log.info("search: cannot follow %s (%s); reading it again", path, exc)
+            result = None
+        if result is None or result.reload_required is not None:
+            self._drop_tailer(path)
+            return False
+        self._tailers.move_to_end(path)
+        self.bytes_read += result.bytes_read
+        leaf = tailer.leaf_id if type(tailer.leaf_id) is str else None
+        if not ix.add_entries(db, path, list(result.entries), leaf, tailer.name, sig):
+            self._drop_tailer(path)
+            return False
+        return True
+
+    def _drop_tailer(self, path: str) -> None:
+        tailer = self._tailers.pop(path, None)
+        if tailer is not None:
+            tailer.close()
+
+    def _drop_tailers(self) -> None:
+        while self._tailers:
+            self._tailers.popitem(last=False)[1].close()
+
+    def _read(self, db: sqlite3.Connection, file: SourceFile, sig: Signature, *, keep: bool = False) -> int:
+        """Index a file whole. ``keep``: its reader stays open as one of the writer's
+        :data:`TAILERS` (a file an event reported changing is likely to grow again)."""
+        self._drop_tailer(file.path)
         try:
             session = self.source.open(file)
         except Exception as exc:  # a reader's failure is that file's, never the engine's
             log.info("search: cannot read %s (%s); not indexed", file.path, exc)
             ix.remove_file(db, file.path)
             return 0
+        self.bytes_read += sig.size
         try:
             cwd = session.cwd or ""
             if self._excluded(file, cwd):
@@ -423,9 +502,17 @@ class SearchEngine:
                 session.name or "",
                 session.leaf_id if type(session.leaf_id) is str else None,
             )
-            return ix.replace_file(db, meta, sig, session.entries())
-        finally:
+            added = ix.replace_file(db, meta, sig, session.entries())
+        except BaseException:
             session.close()
+            raise
+        if keep and hasattr(session, "ingest"):
+            self._tailers[file.path] = session
+            while len(self._tailers) > TAILERS:
+                self._tailers.popitem(last=False)[1].close()
+        else:
+            session.close()
+        return added
 
     def _look(self) -> None:
         """Compare every file with the index: forget what went, queue what changed (oldest first)."""
@@ -502,6 +589,7 @@ class SearchEngine:
 
     def _reset(self) -> None:
         """Start over from an empty index (corrupt, or asked to)."""
+        self._drop_tailers()
         if self._db is not None:
             self._db.close()
         with self._reader_lock:

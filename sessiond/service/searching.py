@@ -34,6 +34,7 @@ from ..store.session import Session
 from .agent_roots import codex_files, is_codex_session_file
 from .catalog import UUID_STEM, Catalog
 from .config import Config
+from .following import FileChange
 from .roots import ROOT_NAMES, Root
 
 log = logging.getLogger("sessiond.search")
@@ -128,14 +129,14 @@ class Searching:
             session.file_size(),
         )
 
-    def file_changed(self, path: Path, kind: str = "changed", open_: bool = False) -> None:
-        """A watcher saw ``path`` change (the follower's ``on_file_change``). An open session
-        that grew told the index its new entries already (``entries``, from the follower's
-        ingest): reading the whole file again for each appended line made following a growing
-        transcript cost O(file) per line and kept the writer busy past the daemon's stop."""
-        if not self._started or (open_ and kind == "grown"):
+    def file_changed(self, change: FileChange) -> None:
+        """A session file changed (the follower's ``listeners``). An open session that grew
+        told the index its new entries already (``entries``, from the follower's ingest), as do
+        the daemon's own writes; anything else is looked at again by the writer (only the
+        grown tail of a file it read lately: ``SearchEngine``'s kept readers)."""
+        if not self._started or change.kind == "written" or (change.open and change.kind == "grown"):
             return
-        self.engine.changed(os.fspath(path))
+        self.engine.changed(os.fspath(change.path))
 
     def removed(self, path: Path) -> None:
         if self._started:

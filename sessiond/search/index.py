@@ -154,6 +154,16 @@ def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> N
     db.execute(f"DELETE FROM docs WHERE {where}", args)
 
 
+_FILE_COLUMNS: Final = ("root", "agent", "session_id", "cwd", "title", "leaf", "ino", "size", "mtime", "tail")
+_UPSERT_FILE: Final = (
+    f"INSERT INTO files(path, {', '.join(_FILE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(_FILE_COLUMNS) + 1))}) "
+    f"ON CONFLICT(path) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _FILE_COLUMNS)}"
+)
+"""One statement for a file's row, new or read again (its ``fid`` stays: its nodes and docs
+were removed first)."""
+
+
 def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries: Iterable[Any]) -> int:
     """Index a session file whole (its previous rows, if any, go first). Returns the docs added."""
     docs, nodes = _docs_of(entries)
@@ -162,45 +172,19 @@ def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries
     if fid is not None:
         _delete_docs(db, "fid = ?", (fid,))
         db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
-        db.execute(
-            "UPDATE files SET root=?, agent=?, session_id=?, cwd=?, title=?, leaf=?, "
-            "ino=?, size=?, mtime=?, tail=? "
-            "WHERE fid = ?",
-            (
-                meta.root,
-                meta.agent,
-                meta.session_id,
-                meta.cwd,
-                title,
-                meta.leaf,
-                sig.ino,
-                sig.size,
-                sig.mtime,
-                sig.tail,
-                fid,
-            ),
-        )
-    else:
-        cur = db.execute(
-            "INSERT INTO files(path, root, agent, session_id, cwd, title, leaf, ino, size, mtime, tail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                meta.path,
-                meta.root,
-                meta.agent,
-                meta.session_id,
-                meta.cwd,
-                title,
-                meta.leaf,
-                sig.ino,
-                sig.size,
-                sig.mtime,
-                sig.tail,
-            ),
-        )
-        fid = int(cur.lastrowid or 0)
+    db.execute(
+        _UPSERT_FILE,
+        (meta.path, meta.root, meta.agent, meta.session_id, meta.cwd, title, meta.leaf, *_sig_values(sig)),
+    )
+    if fid is None:
+        fid = _fid(db, meta.path)
+        assert fid is not None
     _insert(db, fid, docs, nodes)
     return len(docs)
+
+
+def _sig_values(sig: Signature) -> tuple[int, int, int, int]:
+    return sig.ino, sig.size, sig.mtime, sig.tail
 
 
 def add_entries(
@@ -231,13 +215,12 @@ def add_entries(
         title = name
     elif not title:
         title = first_user_text(docs)
-    if sig is None or size < 0:  # a stale signature stays stale: the file must be read whole first
-        db.execute("UPDATE files SET leaf = ?, title = ?, size = -1 WHERE fid = ?", (leaf, title, fid))
-    else:
-        db.execute(
-            "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ?",
-            (leaf, title, sig.ino, sig.size, sig.mtime, sig.tail, fid),
-        )
+    # a stale signature stays stale (size -1): the file must be read whole first
+    ino, size, mtime, tail = (-1, -1, -1, -1) if sig is None or size < 0 else _sig_values(sig)
+    db.execute(
+        "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ?",
+        (leaf, title, ino, size, mtime, tail, fid),
+    )
     return True
 
 

@@ -129,6 +129,15 @@ class Searching:
             session.file_size(),
         )
 
+    def opened(self, host: Any) -> None:
+        """A session was opened (the registry's ``on_open``): the writer compares its file with
+        the index. A JetStream replica is written from the stream when a daemon first serves
+        the session, and the watcher, told the file's size at the open, reports nothing of it:
+        without this look, a daemon would not index a shared session it serves until a restart.
+        Costs a ``stat`` and a 4 KiB read when the index has the file already."""
+        if self._started:
+            self.engine.changed(os.fspath(host.session.path))
+
     def file_changed(self, change: FileChange) -> None:
         """A session file changed (the follower's ``listeners``). An open session that grew
         told the index its new entries already (``entries``, from the follower's ingest), as do

@@ -102,6 +102,7 @@ class Service:
         self.search = Searching(config, self.catalog)
         """The full-text index (started by the daemon: :meth:`Searching.start`)."""
         registry.on_entries.append(self.search.entries)
+        registry.on_open.append(self.search.opened)
         self.follower.listeners.append(self.search.file_changed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 

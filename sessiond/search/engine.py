@@ -59,11 +59,15 @@ nobody follows changes the file once per line."""
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A session file a root holds: where, which root, which agent wrote it."""
+    """A session file a root holds: where, which root, which agent wrote it. ``path`` may
+    name a session inside a database (OpenCode's ``opencode.db#<id>``); ``signature``, when
+    the source knew it while listing (a database's sessions, read in one query), saves asking
+    :meth:`SessionSource.signature` for each."""
 
     path: str
     root: str
     agent: str
+    signature: Signature | None = None
 
 
 class OpenedSession(Protocol):
@@ -106,6 +110,11 @@ class SessionSource(Protocol):
         """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``)."""
         ...
 
+    def signature(self, path: str) -> Signature | None:
+        """What tells the session at ``path`` changed (``None``: it is gone); a file's is
+        :func:`stat_signature`."""
+        ...
+
 
 @dataclass(slots=True)
 class _Append:
@@ -114,6 +123,14 @@ class _Append:
     leaf: str | None
     name: str | None
     expected_size: int | None
+
+
+@dataclass(slots=True)
+class _Rescan:
+    """Compare the sessions of one root with the index (a database committed)."""
+
+    root: str
+    files: Callable[[], Iterable[SourceFile]]
 
 
 @dataclass(slots=True)
@@ -232,6 +249,13 @@ class SearchEngine:
     def removed(self, path: str) -> None:
         self._submitted += 1
         self._queue.put(path)
+
+    def rescan(self, root: str, files: Callable[[], Iterable[SourceFile]]) -> None:
+        """The sessions of ``root`` may have changed in any way: the writer lists them with
+        ``files`` (in its thread), reads the changed ones again and forgets the ones gone
+        (what a commit to OpenCode's database means: no file tells which session it touched)."""
+        self._submitted += 1
+        self._queue.put(_Rescan(root, files))
 
     # ------------------------------------------------------------------ queries (any thread)
 
@@ -388,6 +412,8 @@ class SearchEngine:
                     barriers.append(item)
                 elif isinstance(item, _Append):
                     self._apply_append(db, item, paths)
+                elif isinstance(item, _Rescan):
+                    self._rescan(db, item)
                 else:
                     paths.append(item)
                 # In order: a rewrite reported before an append must be read before the append
@@ -399,7 +425,7 @@ class SearchEngine:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        self._applied += sum(1 for item in items if isinstance(item, (_Append, str)))
+        self._applied += sum(1 for item in items if isinstance(item, (_Append, _Rescan, str)))
         for barrier in barriers:
             if barrier.sync and not self._building:  # during the first build: answer from it
                 self._look()
@@ -417,6 +443,27 @@ class SearchEngine:
         if not ix.add_entries(db, item.path, item.entries, item.leaf, item.name, sig):
             paths.append(item.path)  # not indexed yet (new, or excluded): read it whole
 
+    def _rescan(self, db: sqlite3.Connection, item: _Rescan) -> None:
+        try:
+            files = list(item.files())
+        except Exception as exc:  # an unreadable database: what is indexed of it stays
+            log.info("search: cannot list the sessions of %s (%s)", item.root, exc)
+            return
+        seen: set[str] = set()
+        for file in files:
+            sig = self._signature(file)
+            if sig is None or self._excluded(file):
+                continue
+            seen.add(file.path)
+            if ix.stored_signature(db, file.path) != sig:
+                self._read(db, file, sig)
+        for (path,) in db.execute("SELECT path FROM files WHERE root = ?", (item.root,)).fetchall():
+            if path not in seen:
+                ix.remove_file(db, path)
+
+    def _signature(self, file: SourceFile) -> Signature | None:
+        return file.signature if file.signature is not None else self.source.signature(file.path)
+
     def _excluded(self, file: SourceFile, cwd: str | None = None) -> bool:
         for pattern in self.exclude:
             if pattern == file.root or fnmatch.fnmatch(file.path, pattern):
@@ -429,7 +476,7 @@ class SearchEngine:
         """Bring one path's rows in line with the file: nothing when its signature did not
         move, its grown tail when it only grew (:meth:`_read_tail`), else read whole."""
         file = self.source.classify(path)
-        sig = stat_signature(path)
+        sig = None if file is None else self._signature(file)
         if file is None or sig is None or self._excluded(file):
             self._drop_tailer(path)
             ix.remove_file(db, path)
@@ -506,7 +553,7 @@ class SearchEngine:
         except BaseException:
             session.close()
             raise
-        if keep and hasattr(session, "ingest"):
+        if keep and os.path.isfile(file.path):  # a file (a database's session is read whole)
             self._tailers[file.path] = session
             while len(self._tailers) > TAILERS:
                 self._tailers.popitem(last=False)[1].close()
@@ -523,7 +570,7 @@ class SearchEngine:
         seen: set[str] = set()
         changed: list[tuple[int, SourceFile]] = []
         for file in self.source.files():
-            sig = stat_signature(file.path)
+            sig = self._signature(file)
             if sig is None or self._excluded(file, cwds.get(file.path)):
                 continue  # not seen: what the index holds of it goes (an exclude added since)
             seen.add(file.path)
@@ -550,7 +597,7 @@ class SearchEngine:
         try:
             while self._pending and time.monotonic() < deadline and not self._stopped:
                 file = self._pending.pop()
-                sig = stat_signature(file.path)
+                sig = self.source.signature(file.path)  # now, not when it was listed
                 if sig is None:
                     ix.remove_file(db, file.path)
                 elif ix.stored_signature(db, file.path) != sig:  # an event may have read it already

@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from sessiond.search.engine import SearchEngine, SourceFile
-from sessiond.search.index import Filters
+from sessiond.search.engine import SearchEngine, SourceFile, stat_signature
+from sessiond.search.index import Filters, Signature
 from sessiond.search.pi_file import read_pi_v3
 from sessiond.search.query import words_match
 from sessiond.store.claude import ClaudeSession
@@ -39,6 +39,9 @@ class Source:
         if path == str(self.claude):
             return SourceFile(path, "claude-code", "claude-code")
         return SourceFile(path, "pi", "pi") if path == str(self.pi) else None
+
+    def signature(self, path: str) -> Signature | None:
+        return stat_signature(path)
 
     def open(self, file: SourceFile) -> Any:
         if file.agent == "claude-code":

@@ -106,8 +106,10 @@ class SessionSource(Protocol):
         """The root and agent of a changed path, or ``None`` when it is not a session file."""
         ...
 
-    def open(self, file: SourceFile) -> OpenedSession:
-        """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``)."""
+    def open(self, file: SourceFile, *, follow: bool = False) -> OpenedSession:
+        """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``).
+        ``follow``: the engine keeps it to read what the file grows by (:meth:`OpenedSession.ingest`);
+        otherwise a reader that only extracts entries will do."""
         ...
 
     def signature(self, path: str) -> Signature | None:
@@ -528,8 +530,9 @@ class SearchEngine:
         """Index a file whole. ``keep``: its reader stays open as one of the writer's
         :data:`TAILERS` (a file an event reported changing is likely to grow again)."""
         self._drop_tailer(file.path)
+        keep = keep and os.path.isfile(file.path)  # a file (a database's session is read whole)
         try:
-            session = self.source.open(file)
+            session = self.source.open(file, follow=keep)
         except Exception as exc:  # a reader's failure is that file's, never the engine's
             log.info("search: cannot read %s (%s); not indexed", file.path, exc)
             ix.remove_file(db, file.path)
@@ -553,7 +556,7 @@ class SearchEngine:
         except BaseException:
             session.close()
             raise
-        if keep and os.path.isfile(file.path):  # a file (a database's session is read whole)
+        if keep:
             self._tailers[file.path] = session
             while len(self._tailers) > TAILERS:
                 self._tailers.popitem(last=False)[1].close()

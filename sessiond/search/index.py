@@ -134,7 +134,7 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
     before = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
     db.executemany(
         "INSERT INTO docs(fid, entry_id, ts, role, kind, text) VALUES (?, ?, ?, ?, ?, ?)",
-        [(fid, d.entry_id, d.timestamp_ms, d.role, d.kind, d.text.translate(_STRIP_MARKERS)) for d in docs],
+        [(fid, d.entry_id, d.timestamp_ms, d.role, d.kind, _unmarked(d.text)) for d in docs],
     )
     db.execute("INSERT INTO words(rowid, text) SELECT id, text FROM docs WHERE id > ?", (before,))
     db.execute("INSERT INTO grams(rowid, text) SELECT id, text FROM docs WHERE id > ?", (before,))
@@ -142,6 +142,12 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
         "INSERT OR REPLACE INTO nodes(fid, entry_id, parent_id) VALUES (?, ?, ?)",
         [(fid, e, p) for e, p in nodes],
     )
+
+
+def _unmarked(text: str) -> str:
+    """The text without the snippet markers (they would fake highlights); ``translate`` only
+    when one is there: it costs 4% of a build on texts that never hold one."""
+    return text.translate(_STRIP_MARKERS) if START in text or END in text else text
 
 
 def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> None:

@@ -25,6 +25,7 @@ import anyio
 from sessiond_protocol import methods as M
 
 from ..errors import InvalidArgumentError
+from ..search.codex_file import read_codex
 from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path, stat_signature
 from ..search.index import Filters, Hit, Signature
 from ..search.pi_file import read_pi_v3
@@ -120,12 +121,12 @@ class CatalogSource(SessionSource):
             return _json_session_signature(p)
         return stat_signature(path)
 
-    def open(self, file: SourceFile) -> Any:
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         path = Path(file.path)
         if file.agent == "claude-code":
             return ClaudeSession.open(path)
         if file.agent == "codex":
-            return CodexSession.open(path)
+            return CodexSession.open(path) if follow else read_codex(path)
         if file.agent == "opencode":
             return OpenCodeSession.open(path)
         fast = read_pi_v3(path)

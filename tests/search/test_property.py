@@ -42,7 +42,7 @@ class DirSource:
     def signature(self, path: str) -> Signature | None:
         return stat_signature(path)
 
-    def open(self, file: SourceFile) -> Any:
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         """As the daemon's source opens Pi files: the v3 fast path, else the store's reader."""
         fast = read_pi_v3(Path(file.path))
         return fast if fast is not None else Session.open(Path(file.path), read_only="test")

@@ -43,7 +43,7 @@ class Source:
     def signature(self, path: str) -> Signature | None:
         return stat_signature(path)
 
-    def open(self, file: SourceFile) -> Any:
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         if file.agent == "claude-code":
             return ClaudeSession.open(Path(file.path))
         return read_pi_v3(Path(file.path))

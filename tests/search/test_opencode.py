@@ -105,3 +105,22 @@ async def test_opencode_sessions_are_found_and_kept_current(tmp_path: Path, watc
     finally:
         await client.close()
         assert d.stop() == 0, d.log_text()
+
+
+def test_a_sessions_signature_is_the_same_listed_or_asked_alone(tmp_path: Path) -> None:
+    """The root's listing (one query per table) and one session's look must agree, or every
+    look would read every OpenCode session again; and a commit to a session changes its own."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from sessiond.service.searching import CatalogSource, _opencode_files  # noqa: PLC0415
+
+    db = _populate(tmp_path)
+    root: Any = SimpleNamespace(path=db.parent, name="opencode", format="opencode")
+    source = CatalogSource(None)  # type: ignore[arg-type]  # signature() needs no catalog
+    before = {f.path: f.signature for f in _opencode_files(root)}
+    assert len(before) == 5  # four database sessions, one of the JSON storage
+    assert all(source.signature(path) == sig for path, sig in before.items())
+    _add_turn(db, TOOLS, 1, "a question", "an answer")
+    after = {f.path: f.signature for f in _opencode_files(root)}
+    assert {p for p in before if before[p] != after[p]} == {p for p in before if p.endswith(TOOLS)}
+    assert all(source.signature(path) == sig for path, sig in after.items())

@@ -70,11 +70,14 @@ class CatalogSource(SessionSource):
 
     def files(self) -> Iterator[SourceFile]:
         for root in self.catalog.roots:
-            yield from self.root_files(root)
+            yield from self.root_files(root, strict=False)
 
-    def root_files(self, root: Root) -> Iterator[SourceFile]:
+    def root_files(self, root: Root, *, strict: bool = True) -> Iterator[SourceFile]:
+        """The sessions of one root. ``strict``: an OpenCode database that cannot be read
+        raises (a rescan then keeps what is indexed of it: a busy database must not empty the
+        index); otherwise it is logged and its sessions are left out."""
         if root.format == "opencode":
-            yield from _opencode_files(root)
+            yield from _opencode_files(root, strict)
             return
         for path in self._root_paths(root):
             yield SourceFile(str(path), root.name, root.format)
@@ -147,7 +150,7 @@ _DB_SIGNATURES: Final = (
 )
 
 
-def _opencode_files(root: Root) -> Iterator[SourceFile]:
+def _opencode_files(root: Root, strict: bool = False) -> Iterator[SourceFile]:
     """Every session of an OpenCode root with its signature (the database's in three queries)."""
     database = OpenCodeDatabase(root.path / DB_NAME)
     in_db: set[str] = set()
@@ -164,6 +167,8 @@ def _opencode_files(root: Root) -> Iterator[SourceFile]:
                     sessions, messages, parts = {}, {}, {}
                 conn.execute("COMMIT")
         except UnreadableDatabaseError as exc:
+            if strict:
+                raise
             log.info("search: cannot read %s (%s)", database.path, exc)
             sessions, messages, parts = {}, {}, {}
         for sid, row in sessions.items():

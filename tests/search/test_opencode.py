@@ -124,3 +124,23 @@ def test_a_sessions_signature_is_the_same_listed_or_asked_alone(tmp_path: Path) 
     after = {f.path: f.signature for f in _opencode_files(root)}
     assert {p for p in before if before[p] != after[p]} == {p for p in before if p.endswith(TOOLS)}
     assert all(source.signature(path) == sig for path, sig in after.items())
+
+
+def test_an_unreadable_database_is_not_an_empty_one(tmp_path: Path) -> None:
+    """A rescan (a commit seen) of a database that cannot be read raises, so the engine keeps
+    what it indexed of it (``SearchEngine._rescan``) rather than forgetting every session; the
+    full look at start-up leaves it out with a log line and lists the JSON storage."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from sessiond.service.searching import CatalogSource  # noqa: PLC0415
+    from sessiond.store.opencode import UnreadableDatabaseError  # noqa: PLC0415
+
+    db = _populate(tmp_path)
+    root: Any = SimpleNamespace(path=db.parent, name="opencode", format="opencode")
+    source = CatalogSource(None)  # type: ignore[arg-type]  # root_files() needs no catalog
+    db.write_bytes(b"not a database" * 1000)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(UnreadableDatabaseError):
+        list(source.root_files(root))
+    assert [Path(f.path).stem for f in source.root_files(root, strict=False)] == [JSON_ID]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -191,15 +192,14 @@ def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, 
 
 def _message_items(data: bytes) -> int:
     """The response items of a rollout that are ``message`` entries (``is_message_item``),
-    counted with a byte scan; a message whose role is not where the scan looks is parsed."""
-    count = 0
-    for m in _ITEM.finditer(data):
-        kind = m.group(1)
-        if kind != b"message":
-            count += kind.decode() in _MESSAGE_KINDS
-            continue
-        role = m.group(2)
-        if role is None:
+    counted with a byte scan (matches tallied in C); a message whose role is not where the scan
+    looks is parsed."""
+    found = Counter(_ITEM.findall(data))
+    count = sum(n for (kind, role), n in found.items() if kind in _MESSAGE_KINDS or role in _ROLES)
+    if found.get((b"message", b"")):
+        for m in _ITEM.finditer(data):
+            if m.group(1) != b"message" or m.group(2) is not None:
+                continue
             start = data.rfind(b"\n", 0, m.start()) + 1
             end = data.find(b"\n", m.end())
             try:
@@ -208,12 +208,11 @@ def _message_items(data: bytes) -> int:
                 continue
             payload = record.get("payload") if type(record) is dict else None
             count += type(payload) is dict and I.is_message_item(payload)
-        else:
-            count += role in (b"user", b"assistant")
     return count
 
 
-_MESSAGE_KINDS: Final = I.MODEL_ITEM_TYPES | I.OUTPUT_ITEM_TYPES
+_MESSAGE_KINDS: Final = frozenset(t.encode() for t in I.MODEL_ITEM_TYPES | I.OUTPUT_ITEM_TYPES)
+_ROLES: Final = frozenset({b"user", b"assistant"})
 
 
 def _inherited_messages(path: Path, rollout: Rollout) -> int:

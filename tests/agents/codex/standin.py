@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Item = dict[str, Any]
+HOLD_LIMIT = 300.0
+"""The longest a held response stays open (an upper bound, for a test that never releases it)."""
 
 
 @dataclass
@@ -55,6 +57,9 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     cut: bool = False
     """Close the stream after the items, before ``response.completed`` (a dropped connection)."""
+    hold: threading.Event | None = None
+    """Stream the items, then keep the response open until the test sets this event (a turn
+    still in progress: to cancel it, or to overlap it with another); at most :data:`HOLD_LIMIT`."""
 
 
 def message(text: str) -> Item:
@@ -289,10 +294,15 @@ def _handler(api: StandIn) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
-            for name, data in api.events(reply, model if isinstance(model, str) else ""):
-                chunk = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(chunk)
-                self.wfile.flush()
             self.close_connection = True
+            for name, data in api.events(reply, model if isinstance(model, str) else ""):
+                if name == "response.completed" and reply.hold is not None:
+                    reply.hold.wait(HOLD_LIMIT)
+                chunk = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                try:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client gave up on the response (a cancelled turn)
 
     return Handler

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,76 @@ async def test_a_turn_cancelled_mid_way_is_recorded_as_aborted(daemon: Daemon, t
     assert "".join(_said(messages)) == chunks(run["updates"], "agent_message_chunk")
     assert _said(messages)[1] == "Stopped counting."
     assert _said(messages)[0] and "Counting: one, two".startswith(_said(messages)[0])
+
+
+WORD = "quasarlattice"
+FACE_DEADLINE = 120.0
+"""An upper bound for the daemon's indexes to take in a new session ("it happened at all")."""
+
+
+async def _until(ask: Callable[[], Awaitable[Any]], found: Callable[[Any], bool]) -> Any:
+    """Ask until the answer shows what was recorded (the search and usage indexes catch up in
+    the background), at most :data:`FACE_DEADLINE`; the last answer."""
+    deadline = time.monotonic() + FACE_DEADLINE
+    while True:
+        answer = await ask()
+        if found(answer) or time.monotonic() > deadline:
+            return answer
+        await asyncio.sleep(0.2)
+
+
+async def test_a_recorded_acp_session_shows_in_list_search_stats_and_mcp(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """After an ACP run the recorded session is an ordinary sessiond session for the other
+    faces: listed by ``session/list``, found by ``search/query``, counted by ``stats/query`` and
+    readable through the MCP server's ``read_session``."""
+    node = node_or_skip(CODEX_ACP)
+    mcp = pytest.importorskip("mcp")
+    from mcp.client.stdio import StdioServerParameters  # noqa: PLC0415
+
+    work = tmp_path / "work"
+    work.mkdir()
+    with StandIn() as api:
+        api.push(Reply([message(f"The {WORD} holds the config.")], Usage(3000, 1000, 40, 5)))
+        env = _codex_home(tmp_path, api)
+        job = {"cwd": str(work), "prompts": [f"where is the {WORD}?"]}
+        run = await asyncio.to_thread(_editor, node, daemon, env, job)
+    assert run["exitCode"] == 0, run["stderr"]
+    sid = run["sessionId"]
+
+    client = await daemon.client()
+    try:
+        listed = await client.request("session/list", {"cwd": str(work)})
+        assert [s["sessionId"] for s in listed["sessions"]] == [sid], listed
+
+        def hit(answer: dict[str, Any]) -> bool:
+            return sid in {h["sessionId"] for h in answer["hits"]}
+
+        search = await _until(lambda: client.request("search/query", {"query": WORD}), hit)
+        hits = [h for h in search["hits"] if h["sessionId"] == sid]
+        assert {h["role"] for h in hits} == {"user", "assistant"}, search
+        assert all(f"\x02{WORD}\x03" in h["snippet"] for h in hits), hits
+
+        def row(answer: dict[str, Any]) -> bool:
+            return any(r["period"] == sid for r in answer["rows"])
+
+        stats = await _until(
+            lambda: client.request("stats/query", {"groupBy": "session", "sessionId": sid}), row
+        )
+        [counted] = stats["rows"]
+        assert (counted["period"], counted["cwd"]) == (sid, str(work)), stats
+    finally:
+        await client.close()
+
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "sessiond"),
+        args=["mcp", "--store", str(daemon.store), "--socket", str(daemon.socket), "--no-start"],
+        env=daemon.env,
+        cwd=str(work),
+    )
+    async with mcp.Client(params) as session:
+        result = await session.call_tool("read_session", {"id": sid})
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert not result.is_error, text
+    assert f"where is the {WORD}?" in text and f"The {WORD} holds the config." in text, text

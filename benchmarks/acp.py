@@ -158,6 +158,32 @@ async def _recorded(daemon: Daemon, sid: str) -> None:
         await client.close()
 
 
+async def _prompts_recorded(daemon: Daemon, sid: str, want: int) -> int:
+    """How many prompts of the session the daemon holds, once it holds ``want`` (or after
+    :data:`RECORDED_TIMEOUT`)."""
+    from sessiond_client import Client  # noqa: PLC0415
+
+    client = await Client.connect_unix(daemon.socket)
+    try:
+        await client.initialize("benchmarks.acp")
+        deadline = time.monotonic() + RECORDED_TIMEOUT
+        while True:
+            count, offset = 0, 0
+            while True:
+                page = await client.request(
+                    "session/entries", {"sessionId": sid, "offset": offset, "limit": 1000}
+                )
+                count += sum(1 for e in page["entries"] if e.get("customType") == "acp.prompt")
+                if not page["entries"] or not isinstance(page.get("nextOffset"), int):
+                    break
+                offset = page["nextOffset"]
+            if count >= want or time.monotonic() > deadline:
+                return count
+            await asyncio.sleep(0.2)
+    finally:
+        await client.close()
+
+
 async def _measure(daemon: Daemon, samples: int) -> dict[str, Any]:
     proxy = [sys.executable, "-m", "sessiond", "acp", "--socket", str(daemon.socket), "--no-start"]
     env = {k: v for k, v in daemon.env.items() if isinstance(v, str)}
@@ -179,7 +205,13 @@ async def _measure(daemon: Daemon, samples: int) -> dict[str, Any]:
             start = time.perf_counter()
             await p.call("session/prompt", {"sessionId": sid, "prompt": prompt})
             times[name].append((time.perf_counter() - start) * 1000)
-    results: dict[str, Any] = {"paths": {}}
+    # The recording is complete (every prompt in the daemon) before the proxy's CPU is read: a
+    # faster proxy that dropped or postponed records would not count.
+    sent = WARM_UP + samples
+    recorded = await _prompts_recorded(daemon, paths["recording"][1], sent)
+    if recorded != sent:
+        raise RuntimeError(f"the recording proxy recorded {recorded} of {sent} prompts")
+    results: dict[str, Any] = {"paths": {}, "promptsRecorded": recorded}
     for name, (p, _) in paths.items():
         cpu = process_cpu_seconds(p.proc.pid) - cpu_before[name]
         messages = p.relayed - relayed_before[name]

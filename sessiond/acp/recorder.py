@@ -3,10 +3,10 @@
 The relay calls the synchronous methods below as messages pass; each turns into entries
 (:mod:`.convert`) put on a queue that one writer task drains into the daemon in order
 (``session/new``, ``session/append``, ``fileHistory/checkpoint`` / ``track``). The relay only
-builds the entries; serialising them and talking to the daemon is the writer's, which runs when
-the relay is quiet (:data:`QUIET`; at most :data:`MAX_DELAY` later, at once when a write
-of the editor waits for its backup or the proxy needs the record). Entries queued meanwhile are merged
-into one ``session/append``, so a busy relay costs a few daemon round trips, not one per
+builds the entries; serialising them and talking to the daemon is the writer's, which runs
+when the relay is quiet (:data:`QUIET`; at most :data:`MAX_DELAY` later; at once when a write
+of the editor waits for its backup or the proxy needs the record). Entries queued meanwhile are
+merged into one ``session/append``, so a busy relay costs a few daemon round trips, not one per
 message: each round trip is socket writes, a wake-up and the daemon's work on the same few
 cores, which is what delayed relayed messages. For the same reason a prompt's file-history
 checkpoint is made only when it is needed: before the first ``fs/write_text_file`` the proxy

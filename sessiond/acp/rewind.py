@@ -100,7 +100,7 @@ async def rewind(link: DaemonLink, params: dict[str, Any]) -> dict[str, Any]:
         }
         later = [m for m in prompts[prompt:] if m in checkpoints]
         if not later:
-            return {**NOTHING, "dryRun": dry_run, "messageId": prompts[prompt]}
+            return {**NOTHING, "files": [], "dryRun": dry_run, "messageId": prompts[prompt]}
         message_id = later[0]
     elif not isinstance(message_id, str):
         raise BadParams("messageId", "messageId must be a string")

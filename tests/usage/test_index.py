@@ -115,6 +115,24 @@ def test_an_append_is_read_from_where_the_file_was_left_and_a_streamed_response_
     index.close()
 
 
+def test_a_response_whose_last_piece_gives_no_record_counts_its_earlier_piece(tmp_path: Path) -> None:
+    """Earlier pieces of a streamed response are not parsed when a later line names the same
+    id (the first build's shortcut); a last piece that turns out damaged or without a time
+    must not lose the response."""
+    index, path = claude_index(tmp_path)
+    before = session_totals(index)["outputTokens"]
+    without_time = orjson.loads(claude_line("msg_p", 700))
+    del without_time["timestamp"]
+    damaged = claude_line("msg_q", 800)[:-30] + b"\n"
+    with open(path, "ab") as f:
+        f.write(claude_line("msg_p", 5) + claude_line("msg_p", 9) + orjson.dumps(without_time) + b"\n")
+        f.write(claude_line("msg_q", 20) + damaged)
+        f.write(claude_line("msg_r", 1) + claude_line("msg_r", 2) + claude_line("msg_r", 3))
+    index.update_path(path)
+    assert session_totals(index)["outputTokens"] == before + 9 + 20 + 3
+    index.close()
+
+
 def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index, path = claude_index(tmp_path)
     totals = session_totals(index)

@@ -43,7 +43,10 @@ TOOL_RESULT = b'"tool_use_id"'
 """A user line carrying a tool's result (most user lines, and the largest): never a prompt, so
 never parsed for the title."""
 _MESSAGE_ID = re.compile(rb'"message":\{(?:"model":"[^"\\]*",)?"id":"([^"\\]+)"')
-"""A streamed response's pieces each name its id first thing (or after the model)."""
+"""The response id a line visibly carries: a streamed response's pieces each name it first thing
+in their ``message`` (or after the model). A JSON string cannot hold an unescaped quote, so
+this is a ``message`` object's own first key; a line it misreads is at worst parsed (never
+skipped) unless another line of the same block gives a record of exactly that id."""
 FIELDS = Fields("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -55,7 +58,8 @@ def read(
     parsed only until one gave it, ``state["titled"]``)."""
     placed = session_of_path(path)
     lines = list(lines_matching(data, start, USAGE_LINE))
-    ids = [_piece_id(raw) for _offset, raw in lines]
+    search = _MESSAGE_ID.search
+    ids = [m.group(1).decode("utf-8", "replace") if (m := search(raw)) else None for _offset, raw in lines]
     last = {mid: n for n, mid in enumerate(ids) if mid is not None}
     found: list[tuple[int, Record]] = []
     skipped: dict[str, list[int]] = {}
@@ -76,15 +80,6 @@ def read(
     if placed is not None and path.parent.name != "subagents" and not state.get("titled"):
         _title(placed, data, start, state, sessions)
     return out
-
-
-def _piece_id(raw: bytes) -> str | None:
-    """The response id a line visibly carries (``"message":{"id":...`` or after ``"model"``), or
-    ``None``. A JSON string cannot hold an unescaped quote, so this is a ``message`` object's own
-    first key; a line it misreads is at worst parsed (never skipped) unless another line of the
-    same block gives a record of exactly that id."""
-    match = _MESSAGE_ID.search(raw)
-    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _line(
@@ -108,12 +103,12 @@ def _line(
     kind = entry.get("type")
     record = None
     if kind == "assistant":
-        record = _record(entry, sid, f"{path}:{offset}")
+        record = _record(entry, sid, path, offset, "")
     elif kind == "progress":
         data_field = entry.get("data")
         nested = data_field.get("message") if type(data_field) is dict else None
         if type(nested) is dict and nested.get("type") == "assistant":
-            record = _record(nested, sid, f"{path}:{offset}:p")
+            record = _record(nested, sid, path, offset, ":p")
     if record is not None:
         found.append((n, record))
     cwd = entry.get("cwd")
@@ -145,7 +140,8 @@ def _title(
             return
 
 
-def _record(entry: dict[str, Any], sid: str, fallback_key: str) -> Record | None:
+def _record(entry: dict[str, Any], sid: str, path: Path, offset: int, suffix: str) -> Record | None:
+    """The response's record; without a message id its key is the line's place (file, offset)."""
     message = entry.get("message")
     if type(message) is not dict:
         return None
@@ -162,6 +158,6 @@ def _record(entry: dict[str, Any], sid: str, fallback_key: str) -> Record | None
     if type(creation) is dict:
         c5m = count(creation.get("ephemeral_5m_input_tokens"))
         c1h = count(creation.get("ephemeral_1h_input_tokens"))
-    key = mid if type(mid) is str and mid else fallback_key
+    key = mid if type(mid) is str and mid else f"{path}:{offset}{suffix}"
     cost = money(entry.get("costUSD"), zero=True)
     return response(key, sid, model, ts, usage, FIELDS, cache_5m=c5m, cache_1h=c1h, agent_cost=cost)

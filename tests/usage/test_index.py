@@ -414,6 +414,8 @@ def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
     monkeypatch.setattr(index_module, "PARALLEL_FROM", 1)
     index, path = claude_index(tmp_path)  # the first build, in bulk
     assert index.db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0] == 3
+    indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'records_%' ORDER BY name"
+    assert [r[0] for r in index.db.execute(indexes)] == sorted(index_module.INDEXES)  # made at the end
     fast = run(index, Query("daily", timezone="UTC", breakdown=True))["rows"]
     slow = run(index, Query("daily", timezone="UTC", breakdown=True, since="2000-01-01T00:00:00.001Z"))[
         "rows"
@@ -422,11 +424,14 @@ def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
     # a build killed midway: triggers gone, sums incomplete, the mark left behind
     for trigger in index_module.TRIGGERS:
         index.db.execute(f"DROP TRIGGER {trigger}")
+    for name in index_module.INDEXES:
+        index.db.execute(f"DROP INDEX {name}")
     index.db.execute("DELETE FROM buckets")
     index.db.execute("INSERT INTO meta VALUES('buckets', 'stale')")
     index.close()
     again, _ = claude_index(tmp_path)
     assert run(again, Query("daily", timezone="UTC", breakdown=True))["rows"] == fast
+    assert [r[0] for r in again.db.execute(indexes)] == sorted(index_module.INDEXES)
     with open(path, "ab") as f:
         f.write(claude_line("msg_after_reopen", 5))
     again.update_path(path)

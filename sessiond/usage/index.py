@@ -319,7 +319,8 @@ class UsageIndex:
             from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
             pool = ProcessPoolExecutor(min(workers, total), mp_context=multiprocessing.get_context("spawn"))
-            reads = pool.map(_read_plan, plans, chunksize=max(1, min(16, total // (workers * 8))))
+            sent = pool.map(_read_plan_sent, plans, chunksize=max(1, min(16, total // (workers * 8))))
+            reads = (_received(one) for one in sent)
         else:
             reads = (_read_plan(plan) for plan in plans)
         try:
@@ -464,6 +465,21 @@ _Read = tuple[list[Record], int, bytes, dict[str, Any], dict[str, SessionInfo]]
 
 def _read_plan(plan: _Plan) -> _Read:
     return read_file(plan.source, plan.path, plan.offset, plan.head, plan.state)
+
+
+_Sent = tuple[list[tuple[Any, ...]], int, bytes, dict[str, Any], dict[str, SessionInfo]]
+"""A read as a worker process sends it: the records as plain tuples (a named tuple pickles and
+unpickles five times slower: a tenth of the first build's CPU)."""
+
+
+def _read_plan_sent(plan: _Plan) -> _Sent:
+    records, offset, head, state, sessions = _read_plan(plan)
+    return [tuple(r) for r in records], offset, head, state, sessions
+
+
+def _received(sent: _Sent) -> _Read:
+    records, offset, head, state, sessions = sent
+    return [Record._make(r) for r in records], offset, head, state, sessions
 
 
 def read_file(source: Source, path: Path, offset: int, head: bytes, state: dict[str, Any]) -> _Read:

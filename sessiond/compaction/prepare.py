@@ -9,7 +9,7 @@ precise reason there is nothing to do.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from ..model import entries as E
 from ..model.entries import Message
@@ -20,23 +20,7 @@ from ..model.tokens import PI, TokenEstimator, estimate_projected_context_tokens
 from .cut_points import find_projected_cut_point
 from .file_ops import FileOps, extract_file_ops, file_ops_from_details
 from .serialize import serialize_conversation
-
-DEFAULT_RESERVE_TOKENS: Final = 16384
-DEFAULT_KEEP_RECENT_TOKENS: Final = 20000
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    enabled: bool = True
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "reserveTokens": self.reserve_tokens,
-            "keepRecentTokens": self.keep_recent_tokens,
-        }
+from .settings import CompactionSettings as CompactionSettings  # noqa: PLC0414 (re-exported: its home before)
 
 
 @dataclass(slots=True)

@@ -464,7 +464,9 @@ def _user(w: _Walk, i: int, message: dict[Any, Any]) -> None:
         return
     w.user_turns.append((i, text))
     pos = 0
-    for sentence in _sentences(text, prose_only=True):
+    # no sentence states a constraint if the text holds none of the words (see _assistant)
+    constraints = _CONSTRAINT_WORDS.search(text[:SCAN_CHARS])
+    for sentence in _sentences(text, prose_only=True) if constraints else ():
         if not sentence.endswith("?") and _CONSTRAINT_WORDS.search(sentence):
             w.sections.add(CONSTRAINTS, sentence, (_MESSAGES, i, pos))
             pos += 1
@@ -526,11 +528,17 @@ def _assistant(
     text = "\n".join(texts)
     if not text.strip():
         return
-    for sentence in _sentences(text):
-        if _DECISION_WORDS.search(sentence):
+    # A sentence is a contiguous piece of the scanned text, bounded there by whitespace, '#', a
+    # list marker or a line's ends (non-word characters, as \b needs): what a sentence matches,
+    # the scanned text matches. So each pattern is first looked for in the whole text; where it
+    # is absent no sentence is searched for it (most messages state no decision, issue 30).
+    scanned = text[:SCAN_CHARS]
+    decisions, intents = _DECISION_WORDS.search(scanned), _INTENT_WORDS.search(scanned)
+    for sentence in _sentences(text) if decisions or intents else ():
+        if decisions and _DECISION_WORDS.search(sentence):
             w.sections.add(DECISIONS, _decision(sentence.rstrip(":")), (_MESSAGES, i, pos))
             pos += 1
-        if _INTENT_WORDS.search(sentence):
+        if intents and _INTENT_WORDS.search(sentence):
             w.intents.append((i, pos, sentence.rstrip(":")))
             pos += 1
     if not has_call and stop not in ("error", "aborted"):

@@ -21,6 +21,7 @@ import itertools
 import json
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -28,6 +29,8 @@ from typing import Any
 from tests.agents.sse import LoopbackServer, send_event_stream, sse_event
 
 Item = dict[str, Any]
+HOLD_LIMIT = 300.0
+"""The longest a held response stays open (an upper bound, for a test that never releases it)."""
 
 
 @dataclass
@@ -57,6 +60,9 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     cut: bool = False
     """Close the stream after the items, before ``response.completed`` (a dropped connection)."""
+    hold: threading.Event | None = None
+    """Stream the items, then keep the response open until the test sets this event (a turn
+    still in progress: to cancel it, or to overlap it with another); at most :data:`HOLD_LIMIT`."""
 
 
 def message(text: str) -> Item:
@@ -282,6 +288,16 @@ def _handler(api: StandIn) -> type[BaseHTTPRequestHandler]:
             reply = api._next(body)
             model = body.get("model", "")
             events = api.events(reply, model if isinstance(model, str) else "")
-            send_event_stream(self, (sse_event(name, data) for name, data in events))
+
+            def stream() -> Iterator[bytes]:
+                for name, data in events:
+                    if name == "response.completed" and reply.hold is not None:
+                        reply.hold.wait(HOLD_LIMIT)  # a turn in progress until the test releases it
+                    yield sse_event(name, data)
+
+            try:
+                send_event_stream(self, stream())
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up on the response (a cancelled turn)
 
     return Handler

@@ -14,6 +14,9 @@ For each generated session file, every method runs in a fresh process (best of `
 
 Goal (issue): 50 MB load + context no slower than Pi's own code (``core/Pi`` <= 1.0).
 
+Also the command's start-up (:mod:`benchmarks.startup`, issue 30): ``sessiond --help``'s wall time
+against ``python -c pass`` and its Python imports against ``import argparse, json`` (goal <= 80 ms).
+
 Run: ``.venv/bin/python -m benchmarks.inspect_bench [--sizes 1,10,50] [--runs 3] [--quick] [--json]``.
 Generated sessions (``benchmarks.pi_sessions``) are cached in ``benchmarks/out/`` (gitignored),
 named by size, seed and generator version. See ``benchmarks/README.md`` for the columns.
@@ -32,17 +35,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import startup
 from benchmarks.harness import BENCH_DIR, MIB, REPO, Bench, Extract, Goal, find_oracle, log, main
 from benchmarks.pi_sessions import ensure_session
 
 G_INSPECT = Goal("inspect-vs-pi", 2, "50 MB load + context no slower than Pi's own code", "<=", 1.0, "ratio")
+G_HELP = Goal("help-imports", 30, "`sessiond --help`: at most 80 ms of Python imports", "<=", 80.0, unit="ms")
 BENCH = Bench(
     "inspect",
     "benchmarks.inspect_bench",
     "cold load + context of generated Pi sessions",
     "a bare orjson line scan; Pi's own SessionManager (pi-oracle)",
     {"smoke": ("--sizes", "1", "--runs", "1"), "quick": ("--quick",), "full": ()},
-    (G_INSPECT,),
+    (G_INSPECT, G_HELP),
     takes_oracle=True,
     quick="only 1 and 10 MiB, 1 run",
 )
@@ -380,6 +385,9 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         raw = measure(path, runs, pi_pkg, node, cli, log)
         results.append(summarize(path, meta, raw))
 
+    log("start-up: sessiond --help against python -c pass ...")
+    started = startup.measure(max(3, runs))
+
     profile_text = None
     if args.profile:
         big = max(files, key=lambda f: f[1]["bytes"])[0]
@@ -400,12 +408,20 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         "pi": pi_note,
         "cli": cli_note,
         "results": results,
+        "startup": started,
         "profile": profile_text,
     }
 
 
 def report(res: dict[str, Any]) -> None:
     print_table(res["results"], res["runs"], res["pi"], res.get("cli"))
+    if res.get("startup"):
+        st = res["startup"]
+        print(
+            f"\nstart-up: sessiond --help {st['helpWall']['bestMs']:.0f} ms wall (python -c pass "
+            f"{st['bareWall']['bestMs']:.0f} ms); imports {st['helpImports']['bestMs']:.1f} ms "
+            f"(import argparse, json {st['argparseImports']['bestMs']:.1f} ms)"
+        )
     if res.get("profile"):
         print("\ncProfile of sessiond core (load + tree + project) on the largest file:")
         print(res["profile"])
@@ -451,6 +467,20 @@ def extract(d: dict[str, Any]) -> Extract:
         e.mismatches += [f"{size}: {c}" for c in r.get("checks", [])]
     if not any(row.goal for row in e.rows):
         e.unmeasured[G_INSPECT.key] = f"needs Pi ({d['pi']})"
+    st = d.get("startup")
+    if st:
+        wall, bare = st["helpWall"]["bestMs"], st["bareWall"]["bestMs"]
+        e.add("`sessiond --help` process", wall, "ms", "`python -c pass` process", bare)
+        e.add(
+            "`sessiond --help` Python imports",
+            st["helpImports"]["bestMs"],
+            "ms",
+            "`import argparse, json`",
+            st["argparseImports"]["bestMs"],
+            G_HELP,
+        )
+    else:
+        e.unmeasured[G_HELP.key] = "not measured in this run"
     return e
 
 

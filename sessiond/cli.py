@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -40,9 +38,10 @@ from .cli_commands.base import (
     path_problem,
     started_notice,
 )
-from .errors import InvalidArgumentError, NotASessionError, SessiondError
-from .inspection import InspectOptions, inspect_file
-from .model.js_json import stringify
+
+# Every import a command needs beyond argparse is made inside its handler (issue 30): `sessiond
+# --help`, `ls` and `connect` must not pay for rich, pydantic, the inspection or the formats.
+# tests/cli/test_startup_imports.py lists what each loads; benchmarks/startup.py times it.
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -237,19 +236,24 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
-class _JsonLogFormatter(logging.Formatter):
+def _json_log_formatter() -> Any:
     """``serve --json``: one JSON object per log record, for log collectors."""
+    import logging  # noqa: PLC0415
+    from datetime import UTC, datetime  # noqa: PLC0415
 
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+    class JsonLogFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            entry: dict[str, Any] = {
+                "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+                "level": record.levelname.lower(),
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+            if record.exc_info:
+                entry["exception"] = self.formatException(record.exc_info)
+            return json.dumps(entry, ensure_ascii=False)
+
+    return JsonLogFormatter()
 
 
 def _fail(command: str, message: str, code: int, json_mode: bool) -> int:
@@ -261,11 +265,14 @@ def _fail(command: str, message: str, code: int, json_mode: bool) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
+    from .errors import SessiondError  # noqa: PLC0415
     from .rpc.server import serve  # noqa: PLC0415
 
     handler = logging.StreamHandler(sys.stderr)
     if args.json:
-        handler.setFormatter(_JsonLogFormatter())
+        handler.setFormatter(_json_log_formatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), handlers=[handler])
@@ -284,6 +291,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_connect(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415
 
+    from .errors import SessiondError  # noqa: PLC0415
     from .rpc.bridge import bridge  # noqa: PLC0415
 
     try:
@@ -297,6 +305,10 @@ def _cmd_connect(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from .errors import NotASessionError, SessiondError  # noqa: PLC0415
+    from .inspection import InspectOptions, inspect_file  # noqa: PLC0415
+    from .model.js_json import stringify  # noqa: PLC0415
+
     options = InspectOptions(
         leaf=args.leaf,
         full=args.full,
@@ -342,6 +354,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .cli_commands.blob_gc import BlobCollection  # noqa: PLC0415
+    from .errors import InvalidArgumentError, SessiondError  # noqa: PLC0415
     from .service.catalog import Catalog  # noqa: PLC0415
     from .store import gc  # noqa: PLC0415
     from .store.listing import ListingCache  # noqa: PLC0415
@@ -410,6 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    from .errors import SessiondError  # noqa: PLC0415 (not before a command is chosen: --help)
+
     try:
         return int(args.handler(args))
     except BrokenPipeError:

@@ -224,7 +224,11 @@ class SessionSummary(Result):
     firstMessage: str
     createdAt: str | None
     updatedAt: str | None = Field(description="Time of the last user/assistant message (ISO).")
-    messageCount: int
+    messageCount: int = Field(
+        description="The `message` entries of the session's tree on every branch (prompts, replies, tool "
+        "results; not summaries, injected context or bookkeeping): one rule for every agent, Pi's "
+        "(docs/concepts.md#messages)."
+    )
     parentSession: str | None
     format: Literal["pi", "claude-code", "codex", "opencode"] = "pi"
     root: str = Field(

@@ -48,6 +48,14 @@ class DaemonLink:
         """Why the daemon is unavailable (None: not known to be)."""
         return self._failed
 
+    async def connect(self) -> None:
+        """Open the connection ahead of the first record. The client's modules are imported
+        in a thread first: importing them takes tenths of a second, which on the event loop
+        would hold up the messages relayed meanwhile."""
+        await asyncio.to_thread(_import_client)
+        with contextlib.suppress(Unavailable):
+            await self._connected()
+
     async def _open(self) -> Any:
         from ..rpc.bridge import DaemonUnavailableError, open_client  # noqa: PLC0415
         from ..service.config import load_config  # noqa: PLC0415
@@ -69,6 +77,19 @@ class DaemonLink:
         when it cannot be reached (then every later call fails at once, too)."""
         from sessiond_client.client import ConnectionClosedError, RpcError  # noqa: PLC0415
 
+        client = await self._connected()
+        try:
+            return await client.request(method, params, timeout=REQUEST_TIMEOUT)
+        except RpcError as exc:
+            raise DaemonError(exc.code, exc.message) from None
+        except (ConnectionClosedError, ConnectionError, TimeoutError) as exc:
+            self._failed = f"the sessiond daemon stopped answering ({type(exc).__name__})"
+            raise Unavailable(self._failed) from None
+
+    async def _connected(self) -> Any:
+        """The open client (opened now if need be); :class:`Unavailable` when it cannot be."""
+        from sessiond_client.client import ConnectionClosedError  # noqa: PLC0415
+
         async with self._lock:
             if self._failed is not None:
                 raise Unavailable(self._failed)
@@ -81,20 +102,21 @@ class DaemonLink:
                 except (OSError, TimeoutError, ConnectionClosedError) as exc:
                     self._failed = f"the sessiond daemon did not answer initialize ({exc})"
                     raise Unavailable(self._failed) from None
-            client = self._client
-        try:
-            return await client.request(method, params, timeout=REQUEST_TIMEOUT)
-        except RpcError as exc:
-            raise DaemonError(exc.code, exc.message) from None
-        except (ConnectionClosedError, ConnectionError, TimeoutError) as exc:
-            self._failed = f"the sessiond daemon stopped answering ({type(exc).__name__})"
-            raise Unavailable(self._failed) from None
+            return self._client
 
     async def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+def _import_client() -> None:
+    """What :meth:`DaemonLink._open` and :meth:`DaemonLink.call` import, imported ahead."""
+    import sessiond_client.client  # noqa: F401, PLC0415
+
+    from ..rpc import bridge  # noqa: F401, PLC0415
+    from ..service import config  # noqa: F401, PLC0415
 
 
 def _started(pid: int, log: Path) -> None:

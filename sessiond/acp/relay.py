@@ -132,6 +132,7 @@ class Proxy:
     async def relay(self, editor_in: asyncio.StreamReader, editor_out: asyncio.StreamWriter) -> int:
         """Relay until the agent exits; its exit status."""
         self.editor_out = editor_out
+        self.recorder.start()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -173,8 +174,11 @@ class Proxy:
         return status if status >= 0 else 128 - status
 
     async def _editor_to_agent(self, reader: asyncio.StreamReader, agent: asyncio.StreamWriter) -> None:
+        clock = asyncio.get_running_loop().time
+        recorder = self.recorder
         try:
             while line := await reader.readline():
+                recorder.active_at = clock()
                 out = self.from_editor_line(line)
                 if out is not None:
                     agent.write(out)
@@ -185,7 +189,10 @@ class Proxy:
             agent.close()  # the editor is gone: the agent sees its stdin end
 
     async def _agent_to_editor(self, reader: asyncio.StreamReader, editor: asyncio.StreamWriter) -> None:
+        clock = asyncio.get_running_loop().time
+        recorder = self.recorder
         while line := await reader.readline():
+            recorder.active_at = clock()
             out, wait = self.from_agent_line(line)
             if out is None:
                 continue
@@ -226,7 +233,7 @@ class Proxy:
                 return None
             self.from_editor[_key(msg["id"])] = (method, params)
             if method == "session/prompt":
-                self.recorder.prompt(params)
+                self.recorder.prompt(params, len(line))
             elif method == "session/load" and isinstance(params.get("sessionId"), str):
                 self.replaying.add(params["sessionId"])
         elif isinstance(method, str):
@@ -278,7 +285,7 @@ class Proxy:
             elif method == "session/update":
                 outer = self._with_rewind_command(outer)
                 if outer.get("sessionId") not in self.replaying:
-                    self.recorder.update(outer)
+                    self.recorder.update(outer, len(line))
             if outer is not params:
                 line = _encode({**msg, "params": outer})
         return line, wait

@@ -8,12 +8,18 @@ editor asks again with ``false`` to do it) and ``force``. The result is the daem
 ``fileHistory/rewind`` answer with the checkpoint's ``messageId``: files someone else changed
 since (a shell command the proxy could not see, the user's own edits) are conflicts, left
 alone unless ``force``.
+
+The recorder checkpoints a prompt only when its turn writes a file through the editor
+(:mod:`.recorder`), so prompt N's checkpoint is the first one at or after it: no write the
+proxy saw came in between, so the files were then as they were at prompt N. When no
+checkpoint follows, nothing the proxy saw changed since, and the answer lists no file.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from .answers import recorded_entries
 from .link import DaemonLink
 from .recorder import store_id
 
@@ -55,6 +61,10 @@ def describe(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+NOTHING: Final = {"files": [], "written": 0, "deleted": 0, "conflicts": 0, "refused": 0, "undoId": None}
+"""A rewind's answer when nothing the proxy saw changed since the prompt."""
+
+
 class BadParams(Exception):
     """Invalid params (-32602), naming the field."""
 
@@ -76,12 +86,22 @@ async def rewind(link: DaemonLink, params: dict[str, Any]) -> dict[str, Any]:
         raise BadParams("force", "force must be a boolean")
     message_id = params.get("messageId")
     if message_id is None:
+        prompts = [
+            e["id"]
+            for e in await recorded_entries(link, store_id(sid))
+            if e.get("type") == "message" and (e.get("message") or {}).get("role") == "user"
+        ]
+        prompt = params.get("prompt", len(prompts) - 1)
+        if not isinstance(prompt, int) or isinstance(prompt, bool) or not 0 <= prompt < len(prompts):
+            raise BadParams("prompt", f"prompt must be an index of the session's {len(prompts)} prompts")
         listed = await link.call("fileHistory/list", {"sessionId": store_id(sid)})
-        checkpoints = [c for c in listed.get("checkpoints") or [] if c.get("kind") == "checkpoint"]
-        prompt = params.get("prompt", len(checkpoints) - 1)
-        if not isinstance(prompt, int) or isinstance(prompt, bool) or not 0 <= prompt < len(checkpoints):
-            raise BadParams("prompt", f"prompt must be an index of the session's {len(checkpoints)} prompts")
-        message_id = checkpoints[prompt]["messageId"]
+        checkpoints = {
+            c["messageId"] for c in listed.get("checkpoints") or [] if c.get("kind") == "checkpoint"
+        }
+        later = [m for m in prompts[prompt:] if m in checkpoints]
+        if not later:
+            return {**NOTHING, "files": [], "dryRun": dry_run, "messageId": prompts[prompt]}
+        message_id = later[0]
     elif not isinstance(message_id, str):
         raise BadParams("messageId", "messageId must be a string")
     result: dict[str, Any] = await link.call(

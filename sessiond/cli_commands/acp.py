@@ -7,7 +7,6 @@ proxy itself is :mod:`sessiond.acp`, imported only when this command runs.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_acp(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415
+
     argv = list(args.agent)
     if argv and argv[0] == "--":
         argv = argv[1:]

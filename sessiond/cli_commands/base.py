@@ -16,19 +16,20 @@ Exit codes (the same for every command that talks to the daemon or reads a sessi
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from ..errors import SessiondError
-from ..model.js_json import stringify
+# Only the standard library at module level: every command module imports this one to register
+# its parser, and `sessiond --help` must not load rich, asyncio or the model (issue 30;
+# tests/cli/test_startup_imports.py). Each function imports what it uses.
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -95,6 +96,8 @@ def make_console(*, stderr: bool = False) -> Console:
     Rich drops colours when the stream is not a terminal and honours ``NO_COLOR``; the wide
     width keeps tables and long lines whole in pipes and files.
     """
+    from rich.console import Console  # noqa: PLC0415
+
     stream = sys.stderr if stderr else sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
     if is_tty or os.environ.get("FORCE_COLOR"):
@@ -108,8 +111,21 @@ class Output:
     def __init__(self, command: str, json_mode: bool) -> None:
         self.command = command
         self.json = json_mode
-        self.out = make_console()
-        self.err = make_console(stderr=True)
+        self._out: Console | None = None
+        self._err: Console | None = None
+
+    @property
+    def out(self) -> Console:
+        """The results' console, made on first use (a ``--json`` command never loads rich)."""
+        if self._out is None:
+            self._out = make_console()
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            self._err = make_console(stderr=True)
+        return self._err
 
     @property
     def interactive(self) -> bool:
@@ -129,6 +145,8 @@ class Output:
 
     def emit(self, value: Any, *, compact: bool = False) -> None:
         """One JSON document on stdout (``compact``: one line, for streams)."""
+        from ..model.js_json import stringify  # noqa: PLC0415
+
         text = stringify(value) if compact else stringify(value, indent=2)
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -158,6 +176,10 @@ def runner(command: Command) -> Callable[[argparse.Namespace], int]:
     """The argparse handler: run ``command`` on an event loop and map failures to exit codes."""
 
     def run(args: argparse.Namespace) -> int:
+        import asyncio  # noqa: PLC0415
+
+        from ..errors import SessiondError  # noqa: PLC0415
+
         out = Output(args.command, bool(getattr(args, "json", False)))
         try:
             return asyncio.run(command(args, out))
@@ -284,6 +306,8 @@ def load_config(args: argparse.Namespace) -> Any:
 @contextlib.asynccontextmanager
 async def daemon_client(args: argparse.Namespace, *, name: str = "sessiond-cli") -> AsyncIterator[Any]:
     """An initialised :class:`sessiond_client.Client` on the store's daemon, started if needed."""
+    import asyncio  # noqa: PLC0415
+
     from sessiond_client.client import Client  # noqa: PLC0415
 
     from ..rpc.bridge import DaemonUnavailableError, connect_or_start  # noqa: PLC0415

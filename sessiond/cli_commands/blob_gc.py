@@ -12,12 +12,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SessiondError
-from ..store.jetstream.settings import JetStreamSettings
-
 if TYPE_CHECKING:
     from ..store.jetstream.collect import BlobPlan
     from ..store.jetstream.link import Link
+    from ..store.jetstream.settings import JetStreamSettings
 
 PROGRESS_EVERY = 1.0
 """Seconds between progress lines on stderr (a run shorter than this prints none)."""
@@ -42,6 +40,8 @@ class BlobCollection:
     """The object store's part of one ``gc`` run: connected while it lasts."""
 
     def __init__(self, settings: JetStreamSettings, grace: float) -> None:
+        from ..errors import SessiondError  # noqa: PLC0415
+
         try:
             from ..store.jetstream import collect  # noqa: PLC0415 - only with the nats extra
             from ..store.jetstream.link import Link  # noqa: PLC0415

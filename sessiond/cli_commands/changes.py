@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    pass
 
 from .base import (
     EXIT_OK,
@@ -108,6 +108,8 @@ async def cmd_label(args: argparse.Namespace, out: Output) -> int:
 
 
 async def cmd_fork(args: argparse.Namespace, out: Output) -> int:
+    from rich.text import Text  # noqa: PLC0415
+
     position = "at" if args.at else "before"
     async with daemon_client(args) as client:
         args.session = await resolve_session(client, args.session)
@@ -168,6 +170,8 @@ async def _entry_kind(client: Any, session_id: str, entry_id: str) -> str | None
 
 
 async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
     from rich.progress import (  # noqa: PLC0415 (only compact draws a progress bar)
         BarColumn,
         Progress,
@@ -176,6 +180,7 @@ async def cmd_compact(args: argparse.Namespace, out: Output) -> int:
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.text import Text  # noqa: PLC0415
 
     token = f"sessiond-cli-compact-{os.getpid()}"
     params: dict[str, Any] = {

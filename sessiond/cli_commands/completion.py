@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .base import EXIT_OK, Output, add_json_option, runner
 
@@ -38,24 +37,22 @@ def register(sub: Any) -> None:
 # ---------------------------------------------------------------------------- the parser, as data
 
 
-@dataclass
-class Option:
+class Option(NamedTuple):  # not a dataclass: `dataclasses` costs `sessiond --help` ~10 ms
     flags: list[str]
     help: str
     takes_value: bool
-    choices: list[str] = field(default_factory=list)
-    files: str | None = None
+    choices: list[str]
+    files: str | None
     """``file`` or ``dir`` when the value is a path."""
 
 
-@dataclass
-class Command:
+class Command(NamedTuple):
     name: str
     help: str
     options: list[Option]
     positional_files: bool
     """Whether a positional argument may be a path (FILE, or a SESSION that may be a file)."""
-    positional_choices: list[str] = field(default_factory=list)
+    positional_choices: list[str]
 
 
 def _files(metavar: Any) -> str | None:

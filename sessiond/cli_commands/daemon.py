@@ -15,7 +15,6 @@ session flushed and closed); 3 none was running; 1 it did not stop within ``--ti
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -24,10 +23,10 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    pass
 
 from .base import (
     EXIT_INTERNAL,
@@ -112,6 +111,8 @@ async def ask_status(socket: Path) -> dict[str, Any] | None:
 
     A daemon too old to know ``daemon/status`` still answers ``initialize``: then what that
     says (version) is returned, with ``partial`` set."""
+    import asyncio  # noqa: PLC0415
+
     from sessiond_client.client import Client, RpcError  # noqa: PLC0415
 
     try:
@@ -151,6 +152,8 @@ def uptime(seconds: float) -> str:
 
 
 async def cmd_status(args: argparse.Namespace, out: Output) -> int:
+    from rich.text import Text  # noqa: PLC0415
+
     config = load_config(args)
     base = {"store": str(config.root), "socket": str(config.socket)}
     status = await ask_status(config.socket)
@@ -195,6 +198,9 @@ def _memory_line(m: dict[str, Any]) -> str:
 
 
 def _print_status(out: Output, s: dict[str, Any]) -> None:
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     head = Text()
     head.append(f"sessiond {s.get('version') or '?'}", style="bold")
     head.append(" is running", style="bold green")
@@ -261,6 +267,8 @@ def _print_status(out: Output, s: dict[str, Any]) -> None:
 
 
 async def cmd_stop(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
     if not args.timeout > 0:
         raise CliError("--timeout must be a number of seconds > 0")
     config = load_config(args)

@@ -7,18 +7,15 @@ but worth knowing) or ``fail`` (something to fix); any ``fail`` makes the exit c
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import os
-import platform
-import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    pass
 
 from .. import __version__
 from .base import (
@@ -87,6 +84,8 @@ def _check_private_dir(checks: Checks, name: str, path: Path, what: str, *, miss
 
 async def _probe_daemon(socket: Path) -> tuple[str, str, dict[str, Any]]:
     """(status, detail, data) of the daemon behind ``socket``, without starting one."""
+    import asyncio  # noqa: PLC0415
+
     from sessiond_client.client import Client  # noqa: PLC0415
 
     if not socket.exists():
@@ -159,6 +158,8 @@ def _watcher(checks: Checks, config: Any) -> None:
 
 
 def _summarizer(checks: Checks, config: Any) -> None:
+    import shutil  # noqa: PLC0415
+
     choice = config.compaction.summarizer
     command, http = config.summarizer.command, config.summarizer.http
     configured = []
@@ -277,6 +278,8 @@ def _session_files(checks: Checks, root: Any) -> None:
 
 
 async def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
+    import platform  # noqa: PLC0415
+
     from sessiond_protocol import PROTOCOL_VERSION  # noqa: PLC0415
 
     checks = Checks()
@@ -324,6 +327,9 @@ async def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
 
 
 def _report(out: Output, checks: Checks) -> int:
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     code = EXIT_USAGE if checks.failed else EXIT_OK
     if out.json:
         out.emit({"ok": not checks.failed, "checks": checks.items})

@@ -9,7 +9,6 @@ other. See :mod:`sessiond.store.export`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,8 @@ def _earlier_exports(config: Any, source_id: str, leaf: Any) -> list[str]:
 
 
 async def cmd_export(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
     from ..store.export import export_to_pi  # noqa: PLC0415
 
     config = load_config(args)

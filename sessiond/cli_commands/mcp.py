@@ -7,7 +7,6 @@ Everything it prints goes to stderr: stdout belongs to the MCP protocol. The ser
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415
+
     from ..mcp_server.server import serve  # noqa: PLC0415
 
     store = Path(args.store).expanduser() if args.store else None

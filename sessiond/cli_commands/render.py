@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rich.console import Console, Group, RenderableType
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads only where something is drawn (`sessiond --help` stays light)
+    from rich.console import Console, RenderableType
 
 ROLE_STYLES = {
     "user": "bold cyan",
@@ -156,8 +155,7 @@ def message_preview(message: Any, limit: int = 100) -> str:
 # ---------------------------------------------------------------------------- show: blocks
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):  # not a dataclass: `dataclasses` costs `sessiond --help` ~10 ms
     kind: str
     """``message``, ``tool`` (tool result, shell run), ``summary`` (compaction, branch summary), ``note``."""
     title: str
@@ -167,8 +165,7 @@ class Block:
     entry_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ShowOptions:
+class ShowOptions(NamedTuple):
     full: bool = False
     thinking: bool = False
     all_entries: bool = False
@@ -337,8 +334,10 @@ def markdown_document(heading: str, meta: Iterable[str], blocks: list[Block]) ->
 
 
 def rich_blocks(heading: str, meta: Iterable[str], blocks: list[Block]) -> list[RenderableType]:
+    from rich.console import Group  # noqa: PLC0415
     from rich.markdown import Markdown  # noqa: PLC0415 (markdown-it: only for a terminal)
     from rich.panel import Panel  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
 
     out: list[RenderableType] = [
         Text(clean(heading), style="bold"),

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    from rich.table import Table
+    from rich.text import Text
 
 from .base import (
     EXIT_INTERNAL,
@@ -86,6 +87,9 @@ def _ask(out: Output, question: str) -> bool:
 
 
 def _plan_table(plan: dict[str, Any]) -> Table:
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
     table.add_column("FILE", no_wrap=True)
     table.add_column("ACTION", no_wrap=True)
@@ -103,6 +107,8 @@ def _plan_table(plan: dict[str, Any]) -> Table:
 
 
 def _diff_text(diff: dict[str, Any], max_lines: int) -> Text:
+    from rich.text import Text  # noqa: PLC0415
+
     out = Text()
     for f in diff.get("files", []):
         header = f"{f.get('path')}  +{f.get('added', 0)} -{f.get('removed', 0)}"
@@ -145,6 +151,8 @@ def _code(result: dict[str, Any]) -> int:
 
 
 async def cmd_rewind(args: argparse.Namespace, out: Output) -> int:
+    from rich.text import Text  # noqa: PLC0415
+
     if args.diff_lines < 0:
         raise CliError("--diff-lines must not be negative", EXIT_USAGE)
     if out.json and not (args.yes or args.dry_run):
@@ -222,6 +230,8 @@ def _print_preview(
     diff: dict[str, Any] | None,
     pending: list[Any],
 ) -> None:
+    from rich.text import Text  # noqa: PLC0415
+
     title = f"Rewind plan for {args.session} to {args.message}" + (" (dry run)" if args.dry_run else "")
     out.show(Text(title, style="bold"))
     if plan.get("files"):

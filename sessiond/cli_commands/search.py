@@ -9,7 +9,6 @@ as the daemon gave them. While the daemon builds its index for the first time (o
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 from typing import Any
@@ -73,6 +72,8 @@ def _params(args: argparse.Namespace, token: str) -> dict[str, Any]:
 
 
 async def cmd_search(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn  # noqa: PLC0415
 
     token = f"sessiond-cli-search-{os.getpid()}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import plistlib
 import shlex
 import sys
 from pathlib import Path
@@ -96,6 +95,8 @@ WantedBy=default.target
 
 
 def launchd_plist(argv: list[str], home: Path) -> str:
+    import plistlib  # noqa: PLC0415
+
     log = home / "Library" / "Logs" / "sessiond.log"
     job: dict[str, Any] = {
         "Label": LABEL,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
-from rich.tree import Tree
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    from rich.text import Text
+    from rich.tree import Tree
 
 from .base import (
     EXIT_OK,
@@ -174,6 +174,9 @@ async def cmd_ls(args: argparse.Namespace, out: Output) -> int:
     if not sessions:
         out.note("no sessions")
         return EXIT_OK
+    from rich.table import Table  # noqa: PLC0415 (not for --json)
+    from rich.text import Text  # noqa: PLC0415
+
     table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
     table.add_column("ID", no_wrap=True, style="cyan")
     table.add_column("TITLE", overflow="ellipsis", no_wrap=True, max_width=50)
@@ -308,6 +311,8 @@ CLAUDE_COMPACTION = "claude-code.system/compact_boundary"
 
 
 def _node_text(node: dict[str, Any], on_branch: bool, is_leaf: bool, width: int, branches: int = 0) -> Text:
+    from rich.text import Text  # noqa: PLC0415
+
     t = node.get("type")
     role = node.get("role")
     text = Text()
@@ -379,6 +384,9 @@ def build_tree(
     parallel tool results that hang off an earlier assistant record — those stay where their
     parentId puts them, highlighted.
     """
+    from rich.text import Text  # noqa: PLC0415
+    from rich.tree import Tree  # noqa: PLC0415
+
     ids = {n["id"] for n in nodes}
     children: dict[Any, list[dict[str, Any]]] = {}
     roots: list[dict[str, Any]] = []
@@ -469,6 +477,9 @@ async def _estimator_name(source: Source, args: argparse.Namespace) -> tuple[str
 
 
 async def cmd_context(args: argparse.Namespace, out: Output) -> int:
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
     from ..model.tokens import get_estimator  # noqa: PLC0415
 
     async with open_source(args, args.session, out) as source:
@@ -553,6 +564,8 @@ def _usage_line(usage: dict[str, Any]) -> str:
 
 def gauge(percent: float | None, width: int = 30) -> Text:
     """A bar that reads in plain text too: █ used, ░ free."""
+    from rich.text import Text  # noqa: PLC0415
+
     if percent is None:
         return Text("░" * width, style="dim")
     filled = max(0, min(width, round(width * percent / 100)))
@@ -564,6 +577,8 @@ def gauge(percent: float | None, width: int = 30) -> Text:
 
 
 async def cmd_usage(args: argparse.Namespace, out: Output) -> int:
+    from rich.text import Text  # noqa: PLC0415
+
     async with open_source(args, args.session, out) as source:
         info = await source.describe()
         usage = await source.usage()

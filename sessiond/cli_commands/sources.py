@@ -13,7 +13,6 @@ in memory, never rewritten), a Claude Code transcript through :class:`ClaudeSess
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable
@@ -145,6 +144,8 @@ class FileSource:
 
     async def load(self) -> None:
         """Read the file (in a thread, with a progress bar on a terminal when it takes a while)."""
+        import asyncio  # noqa: PLC0415
+
         from ..errors import NotASessionError  # noqa: PLC0415
 
         def read() -> tuple[str, ReadableSession]:
@@ -169,6 +170,8 @@ class FileSource:
     # The daemon's own views of the session (sessiond.service.views), so the shapes are its.
 
     async def describe(self) -> dict[str, Any]:
+        import asyncio  # noqa: PLC0415
+
         from ..service import views  # noqa: PLC0415
         from ..service.catalog import row_of_file  # noqa: PLC0415
         from ..service.results import wire  # noqa: PLC0415
@@ -237,6 +240,8 @@ async def with_progress(
     The bar only appears when stderr is a terminal, so pipes, files and ``--json`` consumers
     never see it; work that ends within :data:`PROGRESS_DELAY` draws nothing at all.
     """
+    import asyncio  # noqa: PLC0415
+
     task = asyncio.ensure_future(work)
     if out is None or not out.err.is_terminal:
         return await task

@@ -9,11 +9,9 @@ file. See docs/scale-out.md.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessiondError
 from .base import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -56,6 +54,10 @@ def _open_store(args: argparse.Namespace) -> Any:
 
 
 async def cmd_import(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
+    from ..errors import SessiondError  # noqa: PLC0415
+
     if not args.files and not args.all:
         raise CliError("name the session files to import, or --all for the whole local store")
 
@@ -89,6 +91,8 @@ async def cmd_import(args: argparse.Namespace, out: Output) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, out: Output) -> int:
+    import asyncio  # noqa: PLC0415
+
     target = Path(args.output or f"{args.session}.jsonl")
 
     def work() -> dict[str, Any]:

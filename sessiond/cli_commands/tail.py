@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads inside the functions that draw (`sessiond --help` stays light)
+    from rich.text import Text
 
 from .base import (
     EXIT_OK,
@@ -41,6 +42,8 @@ def register(sub: Any) -> None:
 
 
 def entry_line(entry: dict[str, Any], width: int, external: bool = False) -> Text:
+    from rich.text import Text  # noqa: PLC0415
+
     from ..model.preview import entry_preview  # noqa: PLC0415
 
     t = entry.get("type")
@@ -66,6 +69,8 @@ def entry_line(entry: dict[str, Any], width: int, external: bool = False) -> Tex
 
 
 def update_line(update: dict[str, Any]) -> Text | None:
+    from rich.text import Text  # noqa: PLC0415
+
     kind = update.get("sessionUpdate")
     line = Text()
     if kind == "usage_update":

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
-import urllib.parse
-import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +49,8 @@ def register(sub: Any) -> None:
 
 def viewer_url(info: dict[str, Any], code: str, session: str | None = None) -> str:
     """The viewer's address with a one-time code in the fragment (which browsers never send)."""
+    import urllib.parse  # noqa: PLC0415
+
     fragment = {"code": code}
     if session:
         fragment["session"] = session
@@ -59,6 +58,8 @@ def viewer_url(info: dict[str, Any], code: str, session: str | None = None) -> s
 
 
 async def find_viewer(run_dir: Path, wait: float) -> dict[str, Any] | None:
+    import asyncio  # noqa: PLC0415
+
     from ..web.location import read_info  # noqa: PLC0415
 
     deadline = time.monotonic() + wait
@@ -70,6 +71,8 @@ async def find_viewer(run_dir: Path, wait: float) -> dict[str, Any] | None:
 
 
 async def cmd_ui(args: argparse.Namespace, out: Output) -> int:
+    import webbrowser  # noqa: PLC0415
+
     config = load_config(args)
     async with daemon_client(args, name="sessiond-ui") as client:
         # the daemon runs (it was started if needed), so its ui.json is there

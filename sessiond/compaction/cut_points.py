@@ -52,14 +52,20 @@ def _cut(
     is_compaction: Callable[[int], bool],
     messages_at: Callable[[int], list[Message]],
     estimator: TokenEstimator,
-) -> tuple[list[int], int, bool]:
-    """Steps shared by both variants: cut points, the budget walk. Returns (points, cut, exceeded)."""
-    points = [
-        i for i in range(start, end) if not is_compaction(i) and _has_role(messages_at(i), CUT_POINT_ROLES)
-    ]
-    if not points:
-        return points, start, False
-    cut = points[0]
+) -> tuple[bool, int, bool]:
+    """Steps shared by both variants: cut points, the budget walk. Returns (any point, cut, exceeded).
+
+    Pi lists every cut point of the range first; only three of them can matter (the first, the
+    first at or after where the budget is reached, else the last), so they are looked for where
+    they are: the walk then costs what is kept, not the whole branch (issue 30).
+    """
+
+    def is_point(i: int) -> bool:
+        return not is_compaction(i) and _has_role(messages_at(i), CUT_POINT_ROLES)
+
+    first = next((i for i in range(start, end) if is_point(i)), -1)
+    if first < 0:
+        return False, start, False
     accumulated: float = 0
     for i in range(end - 1, start - 1, -1):
         tokens = _tokens(messages_at(i), estimator)
@@ -67,9 +73,12 @@ def _cut(
             continue
         accumulated += tokens
         if accumulated >= keep_recent_tokens:
-            cut = next((p for p in points if p >= i), points[-1])
-            return points, cut, True
-    return points, cut, False
+            at_or_after = next((p for p in range(max(i, first), end) if is_point(p)), -1)
+            if at_or_after >= 0:
+                return True, at_or_after, True
+            last = next(p for p in range(i - 1, first - 1, -1) if is_point(p))  # first is one
+            return True, last, True
+    return True, first, False
 
 
 def _finish(

@@ -24,18 +24,6 @@ from ..model.tokens import PI, TokenEstimator
 
 PLACEHOLDER: Final = "[Old tool result content cleared]"
 PLACEHOLDER_CONTENT: Final = [{"type": "text", "text": PLACEHOLDER}]
-DEFAULT_TOOLS: Final = (
-    "read",
-    "bash",
-    "grep",
-    "find",
-    "ls",
-    "glob",
-    "edit",
-    "write",
-    "webfetch",
-    "websearch",
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ precise reason there is nothing to do.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from ..model import entries as E
 from ..model.entries import Message
@@ -18,25 +18,9 @@ from ..model.messages import convert_to_llm
 from ..model.projection import ProjectedEntry, Projection, project
 from ..model.tokens import PI, TokenEstimator, estimate_projected_context_tokens
 from .cut_points import find_projected_cut_point
-from .file_ops import FileOps, extract_file_ops, file_ops_from_details
+from .file_ops import FileOps, extract_all_file_ops, file_ops_from_details
 from .serialize import serialize_conversation
-
-DEFAULT_RESERVE_TOKENS: Final = 16384
-DEFAULT_KEEP_RECENT_TOKENS: Final = 20000
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    enabled: bool = True
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "reserveTokens": self.reserve_tokens,
-            "keepRecentTokens": self.keep_recent_tokens,
-        }
+from .settings import CompactionSettings as CompactionSettings  # noqa: PLC0414 (re-exported: its home before)
 
 
 @dataclass(slots=True)
@@ -78,11 +62,22 @@ class NoCompaction:
         return "Nothing to compact (session too small)"
 
 
-def _for_summary(p: ProjectedEntry) -> list[Message]:
-    """What an entry contributes to the summary: no compaction, no system prompt state."""
-    if get(p.source, "type") == E.COMPACTION:
-        return []
-    return [m for m in p.messages if get(m, "role") != "system"]
+def _for_summary(entries: list[ProjectedEntry]) -> list[Message]:
+    """What the entries contribute to the summary: no compaction, no system prompt state.
+
+    One loop with the lookups inlined (``get``'s semantics: a non-object has no type or role):
+    it runs over the whole summarised history, 25,000 entries on a long branch (issue 30).
+    """
+    out: list[Message] = []
+    compaction = E.COMPACTION
+    for p in entries:
+        source = p.source
+        if type(source) is dict and source.get("type") == compaction:
+            continue
+        for m in p.messages:
+            if type(m) is not dict or m.get("role") != "system":
+                out.append(m)
+    return out
 
 
 def prepare_compaction(
@@ -118,12 +113,8 @@ def prepare_compaction(
     if not truthy(first_kept_id):
         return NoCompaction("nothing_to_compact")
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-    to_summarize = [m for p in projected[boundary_start:history_end] for m in _for_summary(p)]
-    prefix = (
-        [m for p in projected[cut.turn_start_index : cut.first_kept_index] for m in _for_summary(p)]
-        if cut.is_split_turn
-        else []
-    )
+    to_summarize = _for_summary(projected[boundary_start:history_end])
+    prefix = _for_summary(projected[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
     if not to_summarize and not prefix:
         return NoCompaction("nothing_to_compact")
     ops = FileOps()
@@ -131,10 +122,8 @@ def prepare_compaction(
         prev = projected[prev_index].source
         if not truthy(get(prev, "fromHook")):
             file_ops_from_details(get(prev, "details"), ops)
-    for m in to_summarize:
-        extract_file_ops(m, ops)
-    for m in prefix:
-        extract_file_ops(m, ops)
+    extract_all_file_ops(to_summarize, ops)
+    extract_all_file_ops(prefix, ops)
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
         messages_to_summarize=to_summarize,

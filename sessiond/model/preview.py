@@ -12,6 +12,13 @@ PREVIEW_UNITS: Final = 80
 
 
 def _clip(text: str, limit: int) -> str:
+    # The whitespace-collapsed form of any prefix of ``text`` is a prefix of the collapsed
+    # whole; when a short prefix already runs past the limit, its head is the whole's head.
+    # Collapsing every 20 KB tool result in full made previews most of `Session.open` (issue 30).
+    if len(text) > 8 * limit:
+        flat = " ".join(text[: 4 * limit].split())
+        if utf16_len(flat) > limit:
+            return utf16_slice_head(flat, limit - 1) + "…"
     flat = " ".join(text.split())
     if utf16_len(flat) <= limit:
         return flat

@@ -53,10 +53,35 @@ class Projection:
 
 
 def context_settings(path: list[Any]) -> ContextSettings:
-    """Thinking level and model in effect at the end of ``path`` (Pi's ``getSessionContextSettings``)."""
+    """Thinking level and model in effect at the end of ``path`` (Pi's ``getSessionContextSettings``).
+
+    Pi applies every entry from the root; the last setter of each wins, so the walk goes from
+    the leaf back and stops once both are found (an assistant message sets the model: it is
+    usually among the last entries; a path of 50,000 entries cost ~45 ms the other way).
+    """
     settings = ContextSettings()
-    for entry in path:
-        _apply_setting(settings, entry)
+    thinking = model = False
+    for i in range(len(path) - 1, -1, -1):
+        entry = path[i]
+        if type(entry) is not dict:
+            continue
+        t = entry.get("type")
+        if t == E.THINKING_LEVEL_CHANGE:
+            if not thinking:
+                settings.thinking_level = entry.get("thinkingLevel", UNDEFINED)
+                thinking = True
+        elif model:
+            pass
+        elif t == E.MODEL_CHANGE:
+            settings.model = {"provider": get(entry, "provider"), "modelId": get(entry, "modelId")}
+            model = True
+        elif t == E.MESSAGE:
+            message = entry.get("message")
+            if get(message, "role") == "assistant":
+                settings.model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
+                model = True
+        if thinking and model:
+            break
     return settings
 
 

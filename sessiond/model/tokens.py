@@ -315,12 +315,12 @@ def estimate_projected_context_tokens(
                 if key(get(branch[i], "id")) == target:
                     usage_index = i
                     break
-        invalidating = -1
-        for i in range(len(branch) - 1, -1, -1):
-            if get(branch[i], "type") in (E.CONTEXT_EDIT, E.COMPACTION):
-                invalidating = i
-                break
-        if usage_index > invalidating:
+        # Trusted when no edit or compaction follows the anchor: only the entries after it are
+        # looked at (not back to the last compaction, half the branch of a long session).
+        invalidating = (E.CONTEXT_EDIT, E.COMPACTION)
+        if usage_index >= 0 and not any(
+            get(branch[i], "type") in invalidating for i in range(usage_index + 1, len(branch))
+        ):
             return estimate
     system = current_system_message(projection.messages)
     tokens: float = estimator.message_tokens(system) if system is not None else 0

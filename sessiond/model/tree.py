@@ -213,9 +213,14 @@ class SessionTree:
             seen.add(marker)
             path.append(current)
             parent = current.get("parentId", UNDEFINED) if type(current) is dict else UNDEFINED
+            if type(parent) is str:  # the usual case, without a call per step
+                if not parent:
+                    break
+                current = by_id.get(parent)
+                continue
             if not truthy(parent):
                 break
-            current = by_id.get(parent if type(parent) is str else key(parent))
+            current = by_id.get(key(parent))
         path.reverse()
         return path
 

@@ -27,6 +27,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,15 +51,23 @@ index is taken for damaged and rebuilt."""
 TAIL_BYTES: Final = 4096
 BUILD_SLICE_S: Final = 0.25
 """Seconds of first-build work between two looks at the queue (events and queries go first)."""
+TAILERS: Final = 8
+"""Session files nobody has open that the writer keeps read (their reader's state and read
+offset), so that when one grows only what it grew by is read: an agent writing a transcript
+nobody follows changes the file once per line."""
 
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A session file a root holds: where, which root, which agent wrote it."""
+    """A session file a root holds: where, which root, which agent wrote it. ``path`` may
+    name a session inside a database (OpenCode's ``opencode.db#<id>``); ``signature``, when
+    the source knew it while listing (a database's sessions, read in one query), saves asking
+    :meth:`SessionSource.signature` for each."""
 
     path: str
     root: str
     agent: str
+    signature: Signature | None = None
 
 
 class OpenedSession(Protocol):
@@ -78,6 +87,11 @@ class OpenedSession(Protocol):
 
     def entries(self) -> list[Any]: ...
 
+    def ingest(self) -> Any:
+        """What was appended since the last read (an ``IngestResult``: ``entries``,
+        ``bytes_read``, ``reload_required`` when the file must be read whole again)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -92,8 +106,15 @@ class SessionSource(Protocol):
         """The root and agent of a changed path, or ``None`` when it is not a session file."""
         ...
 
-    def open(self, file: SourceFile) -> OpenedSession:
-        """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``)."""
+    def open(self, file: SourceFile, *, follow: bool = False) -> OpenedSession:
+        """The session in the file, read now (its reader's errors are ``SessiondError``/``OSError``).
+        ``follow``: the engine keeps it to read what the file grows by (:meth:`OpenedSession.ingest`);
+        otherwise a reader that only extracts entries will do."""
+        ...
+
+    def signature(self, path: str) -> Signature | None:
+        """What tells the session at ``path`` changed (``None``: it is gone); a file's is
+        :func:`stat_signature`."""
         ...
 
 
@@ -107,6 +128,14 @@ class _Append:
 
 
 @dataclass(slots=True)
+class _Rescan:
+    """Compare the sessions of one root with the index (a database committed)."""
+
+    root: str
+    files: Callable[[], Iterable[SourceFile]]
+
+
+@dataclass(slots=True)
 class _Barrier:
     done: threading.Event
     sync: bool
@@ -115,6 +144,18 @@ class _Barrier:
 def index_path(store_root: Path) -> Path:
     """Where a store's search index lives: ``<store root>/search/index.sqlite3``."""
     return store_root / "search" / FILE_NAME
+
+
+def _tail_unchanged(path: str, stored: Signature) -> bool:
+    """Whether the 4 KiB before ``stored.size`` still hash to ``stored.tail``: a file rewritten
+    in place and grown past its old size keeps its inode, only its bytes tell."""
+    try:
+        with open_regular(path) as f:
+            start = max(0, stored.size - TAIL_BYTES)
+            f.seek(start)
+            return zlib.crc32(f.read(stored.size - start)) == stored.tail
+    except OSError:
+        return False
 
 
 def stat_signature(path: str) -> Signature | None:
@@ -151,6 +192,10 @@ class SearchEngine:
         self._reader_lock = threading.Lock()
         self._branches: dict[tuple[Any, ...], set[str]] = {}
         self._pending: list[SourceFile] = []
+        self._tailers: OrderedDict[str, OpenedSession] = OrderedDict()
+        """The writer's open readers of files that changed lately (at most :data:`TAILERS`)."""
+        self.bytes_read = 0
+        """Bytes of session files the writer read to index them (whole files and grown tails)."""
         self._building = False
         self.progress: tuple[int, int] | None = None
         """``(done, total)`` while a build runs, else ``None``."""
@@ -206,6 +251,13 @@ class SearchEngine:
     def removed(self, path: str) -> None:
         self._submitted += 1
         self._queue.put(path)
+
+    def rescan(self, root: str, files: Callable[[], Iterable[SourceFile]]) -> None:
+        """The sessions of ``root`` may have changed in any way: the writer lists them with
+        ``files`` (in its thread), reads the changed ones again and forgets the ones gone
+        (what a commit to OpenCode's database means: no file tells which session it touched)."""
+        self._submitted += 1
+        self._queue.put(_Rescan(root, files))
 
     # ------------------------------------------------------------------ queries (any thread)
 
@@ -268,6 +320,7 @@ class SearchEngine:
             log.exception("search index writer stopped")
         finally:
             self.ready.set()
+            self._drop_tailers()
             if self._db is not None:
                 self._db.close()
             self._drain_barriers()
@@ -319,10 +372,16 @@ class SearchEngine:
         rolled back whole, so it is tried again a few times first."""
         for attempt in range(LOCKED_RETRIES + 1):
             try:
-                self._apply(items)
-                if self._pending:
-                    self._build_slice()
-                return None
+                try:
+                    self._apply(items)
+                    if self._pending:
+                        self._build_slice()
+                    return None
+                except sqlite3.DatabaseError:
+                    # rolled back: what kept readers read is not in the index, so they go (the
+                    # files they followed are read whole when the batch is tried again)
+                    self._drop_tailers()
+                    raise
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == LOCKED_RETRIES or self._stopped:
                     return exc
@@ -355,6 +414,8 @@ class SearchEngine:
                     barriers.append(item)
                 elif isinstance(item, _Append):
                     self._apply_append(db, item, paths)
+                elif isinstance(item, _Rescan):
+                    self._rescan(db, item)
                 else:
                     paths.append(item)
                 # In order: a rewrite reported before an append must be read before the append
@@ -366,7 +427,7 @@ class SearchEngine:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        self._applied += sum(1 for item in items if isinstance(item, (_Append, str)))
+        self._applied += sum(1 for item in items if isinstance(item, (_Append, _Rescan, str)))
         for barrier in barriers:
             if barrier.sync and not self._building:  # during the first build: answer from it
                 self._look()
@@ -380,8 +441,30 @@ class SearchEngine:
             now = stat_signature(item.path)
             if now is not None and now.size == item.expected_size:
                 sig = now
+        self._drop_tailer(item.path)  # an open session feeds it now: a kept reader falls behind
         if not ix.add_entries(db, item.path, item.entries, item.leaf, item.name, sig):
             paths.append(item.path)  # not indexed yet (new, or excluded): read it whole
+
+    def _rescan(self, db: sqlite3.Connection, item: _Rescan) -> None:
+        try:
+            files = list(item.files())
+        except Exception as exc:  # an unreadable database: what is indexed of it stays
+            log.info("search: cannot list the sessions of %s (%s)", item.root, exc)
+            return
+        seen: set[str] = set()
+        for file in files:
+            sig = self._signature(file)
+            if sig is None or self._excluded(file):
+                continue
+            seen.add(file.path)
+            if ix.stored_signature(db, file.path) != sig:
+                self._read(db, file, sig)
+        for (path,) in db.execute("SELECT path FROM files WHERE root = ?", (item.root,)).fetchall():
+            if path not in seen:
+                ix.remove_file(db, path)
+
+    def _signature(self, file: SourceFile) -> Signature | None:
+        return file.signature if file.signature is not None else self.source.signature(file.path)
 
     def _excluded(self, file: SourceFile, cwd: str | None = None) -> bool:
         for pattern in self.exclude:
@@ -392,23 +475,69 @@ class SearchEngine:
         return False
 
     def _reindex(self, db: sqlite3.Connection, path: str) -> None:
-        """Bring one path's rows in line with the file (read whole when its signature moved)."""
+        """Bring one path's rows in line with the file: nothing when its signature did not
+        move, its grown tail when it only grew (:meth:`_read_tail`), else read whole."""
         file = self.source.classify(path)
-        sig = stat_signature(path)
+        sig = None if file is None else self._signature(file)
         if file is None or sig is None or self._excluded(file):
+            self._drop_tailer(path)
             ix.remove_file(db, path)
             return
-        if ix.stored_signature(db, path) == sig:
+        stored = ix.stored_signature(db, path)
+        if stored == sig:
             return
-        self._read(db, file, sig)
+        if stored is not None and self._read_tail(db, path, stored, sig):
+            return
+        self._read(db, file, sig, keep=True)
 
-    def _read(self, db: sqlite3.Connection, file: SourceFile, sig: Signature) -> int:
+    def _read_tail(self, db: sqlite3.Connection, path: str, stored: Signature, sig: Signature) -> bool:
+        """Index what a file kept open by the writer grew by; ``False`` when it must be read
+        whole instead: no reader kept, the file replaced or shrunk, its indexed bytes changed
+        (the CRC of the 4 KiB before the indexed size), or its reader says so."""
+        tailer = self._tailers.get(path)
+        if tailer is None:
+            return False
+        grown = stored.size >= 0 and stored.ino == sig.ino and sig.size >= stored.size
+        if not grown or not _tail_unchanged(path, stored):
+            self._drop_tailer(path)
+            return False
         try:
-            session = self.source.open(file)
+            result = tailer.ingest()
+        except Exception as exc:  # the reader's failure: read the file whole (which says why)
+            log.info("search: cannot follow %s (%s); reading it again", path, exc)
+            result = None
+        if result is None or result.reload_required is not None:
+            self._drop_tailer(path)
+            return False
+        self._tailers.move_to_end(path)
+        self.bytes_read += result.bytes_read
+        leaf = tailer.leaf_id if type(tailer.leaf_id) is str else None
+        if not ix.add_entries(db, path, list(result.entries), leaf, tailer.name, sig):
+            self._drop_tailer(path)
+            return False
+        return True
+
+    def _drop_tailer(self, path: str) -> None:
+        tailer = self._tailers.pop(path, None)
+        if tailer is not None:
+            tailer.close()
+
+    def _drop_tailers(self) -> None:
+        while self._tailers:
+            self._tailers.popitem(last=False)[1].close()
+
+    def _read(self, db: sqlite3.Connection, file: SourceFile, sig: Signature, *, keep: bool = False) -> int:
+        """Index a file whole. ``keep``: its reader stays open as one of the writer's
+        :data:`TAILERS` (a file an event reported changing is likely to grow again)."""
+        self._drop_tailer(file.path)
+        keep = keep and os.path.isfile(file.path)  # a file (a database's session is read whole)
+        try:
+            session = self.source.open(file, follow=keep)
         except Exception as exc:  # a reader's failure is that file's, never the engine's
             log.info("search: cannot read %s (%s); not indexed", file.path, exc)
             ix.remove_file(db, file.path)
             return 0
+        self.bytes_read += sig.size
         try:
             cwd = session.cwd or ""
             if self._excluded(file, cwd):
@@ -423,9 +552,17 @@ class SearchEngine:
                 session.name or "",
                 session.leaf_id if type(session.leaf_id) is str else None,
             )
-            return ix.replace_file(db, meta, sig, session.entries())
-        finally:
+            added = ix.replace_file(db, meta, sig, session.entries())
+        except BaseException:
             session.close()
+            raise
+        if keep:
+            self._tailers[file.path] = session
+            while len(self._tailers) > TAILERS:
+                self._tailers.popitem(last=False)[1].close()
+        else:
+            session.close()
+        return added
 
     def _look(self) -> None:
         """Compare every file with the index: forget what went, queue what changed (oldest first)."""
@@ -436,7 +573,7 @@ class SearchEngine:
         seen: set[str] = set()
         changed: list[tuple[int, SourceFile]] = []
         for file in self.source.files():
-            sig = stat_signature(file.path)
+            sig = self._signature(file)
             if sig is None or self._excluded(file, cwds.get(file.path)):
                 continue  # not seen: what the index holds of it goes (an exclude added since)
             seen.add(file.path)
@@ -463,7 +600,7 @@ class SearchEngine:
         try:
             while self._pending and time.monotonic() < deadline and not self._stopped:
                 file = self._pending.pop()
-                sig = stat_signature(file.path)
+                sig = self.source.signature(file.path)  # now, not when it was listed
                 if sig is None:
                     ix.remove_file(db, file.path)
                 elif ix.stored_signature(db, file.path) != sig:  # an event may have read it already
@@ -502,6 +639,7 @@ class SearchEngine:
 
     def _reset(self) -> None:
         """Start over from an empty index (corrupt, or asked to)."""
+        self._drop_tailers()
         if self._db is not None:
             self._db.close()
         with self._reader_lock:

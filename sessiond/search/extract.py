@@ -162,7 +162,7 @@ def entry_docs(entry: Any) -> list[Doc]:
     if not found:
         return []
     ts = timestamp_ms(entry.get("timestamp"))
-    return [Doc(entry_id, role, kind, text, ts) for role, kind, text in found if text.strip()]
+    return [Doc(entry_id, role, kind, text, ts) for role, kind, text in found if text and not text.isspace()]
 
 
 def parent_of(entry: Any) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -28,9 +29,10 @@ from typing import Any, Final
 import orjson
 
 from ..formats.codex import Rollout, origin, parse_rollout, parse_session_index
-from ..formats.codex.listing import first_prompt
+from ..formats.codex import items as I
+from ..formats.codex.listing import first_prompt, message_count
 from ..store.bounded import BoundedLines, describe_plain
-from ..store.codex import INDEX_FILE
+from ..store.codex import INDEX_FILE, load_history_base
 from ..store.listing import SessionInfo
 from ..store.opencode import DB_NAME, OpenCodeDatabase, OpenCodeJsonStore, db_session_path
 from ..store.regular import open_regular
@@ -40,14 +42,11 @@ ROLLOUT: Final = re.compile(
 )
 HEAD_BYTES: Final = 256 * 1024
 """Enough of a rollout's start for its meta line and (almost always) its first prompt."""
-_ASSISTANT: Final = re.compile(
-    rb'"payload":\{"type":"message",(?:"status":"[a-z_]*",)?(?:"id":"[^"\\]*",)?"role":"assistant"'
+_ITEM: Final = re.compile(
+    rb'"payload":\{"type":"([a-z_]+)"(?:,"status":"[a-z_]*")?(?:,"id":"[^"\\]*")?(?:,"role":"([a-z]+)")?'
 )
-"""An assistant message item (Codex 0.169 writes its ``status`` and ``id`` before its role)."""
-_USER_EVENT: Final = b'"payload":{"type":"user_message"'
-_USER_ITEM_EVENT: Final = b'"item":{"type":"UserMessage"'
-"""0.169 writes no ``user_message`` event: an ``item_completed`` event with a ``UserMessage``
-item marks each prompt the user typed instead (never injected context)."""
+"""A response item's type (and a message's role: Codex 0.169 writes its ``status`` and ``id``
+before it). Inside a JSON string a quote is escaped, so this never matches a transcript's text."""
 
 
 def rollout_id(path: Path) -> str | None:
@@ -173,7 +172,10 @@ def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, 
     meta = rollout.meta or {}
     created = _ms(meta.get("timestamp")) or _first_ts(rollout) or mtime_ms
     modified = _last_ts(data) or mtime_ms
-    count = len(_ASSISTANT.findall(data)) + max(data.count(_USER_EVENT), data.count(_USER_ITEM_EVENT))
+    if b'"payload":' in data:
+        count = _message_items(data) + _inherited_messages(path, rollout)
+    else:  # the first rollouts (2025) wrote bare items, no record wrapper
+        count = message_count(parse_rollout(data, str(path)).records)
     info = SessionInfo(
         path=str(path),
         id=sid,
@@ -186,6 +188,39 @@ def _codex_summary(path: Path, mtime_ms: float) -> tuple[SessionInfo, dict[str, 
         first_message=prompt or "(no messages)",
     )
     return info, origin(rollout)
+
+
+def _message_items(data: bytes) -> int:
+    """The response items of a rollout that are ``message`` entries (``is_message_item``),
+    counted with a byte scan (matches tallied in C); a message whose role is not where the scan
+    looks is parsed."""
+    found = Counter(_ITEM.findall(data))
+    count = sum(n for (kind, role), n in found.items() if kind in _MESSAGE_KINDS or role in _ROLES)
+    if found.get((b"message", b"")):
+        for m in _ITEM.finditer(data):
+            if m.group(1) != b"message" or m.group(2) is not None:
+                continue
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            end = data.find(b"\n", m.end())
+            try:
+                record = orjson.loads(data[start : len(data) if end < 0 else end])
+            except orjson.JSONDecodeError:
+                continue
+            payload = record.get("payload") if type(record) is dict else None
+            count += type(payload) is dict and I.is_message_item(payload)
+    return count
+
+
+_MESSAGE_KINDS: Final = frozenset(t.encode() for t in I.MODEL_ITEM_TYPES | I.OUTPUT_ITEM_TYPES)
+_ROLES: Final = frozenset({b"user", b"assistant"})
+
+
+def _inherited_messages(path: Path, rollout: Rollout) -> int:
+    """A paginated fork's messages inherited from its parent rollouts (its tree shows them)."""
+    if (rollout.meta or {}).get("history_mode") != "paginated":
+        return 0
+    base, _ = load_history_base(path, rollout.meta)
+    return sum(message_count(records) for _, records in base)
 
 
 def _ms(value: Any) -> float | None:
@@ -288,7 +323,7 @@ def opencode_infos(root: Path, cwd: str | None) -> list[SessionInfo]:
             parent_session_path=None,
             created_ms=float(created),
             modified_ms=float(updated),
-            message_count=_count_files(store.root / "message" / raw["id"]),
+            message_count=store.message_count(file),
             first_message="(no messages)",
         )
         if type(raw.get("parentID")) is str:
@@ -305,13 +340,6 @@ def opencode_infos(root: Path, cwd: str | None) -> list[SessionInfo]:
 
 def _number(value: Any) -> float | None:
     return float(value) if type(value) is int or type(value) is float else None
-
-
-def _count_files(directory: Path) -> int:
-    try:
-        return sum(1 for e in os.scandir(directory) if e.name.endswith(".json"))
-    except OSError:
-        return 0
 
 
 __all__ = [

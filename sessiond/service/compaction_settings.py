@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..compaction.micro import DEFAULT_TOOLS
-from ..compaction.prepare import CompactionSettings
+from ..compaction.settings import DEFAULT_TOOLS, CompactionSettings
 from ..errors import InvalidArgumentError
 from ..model.js import get
 

@@ -93,7 +93,6 @@ from ..store.jetstream.settings import JetStreamSettings
 from ..store.journal import Durability
 from ..store.layout import StoreLayout, default_root
 from ..store.memory import DEFAULT_IDLE, DEFAULT_LIMIT
-from ..usage.prices import PRICE_KEYS
 from .compaction_settings import Settings as CompactionDefaults
 from .compaction_settings import apply as apply_compaction
 from .roots import Root, build_roots
@@ -356,6 +355,10 @@ def load_config(
 
 def _prices(data: Any) -> dict[str, dict[str, float]]:
     """``[prices."model"]`` tables: known keys, non-negative numbers (USD per million tokens)."""
+    if isinstance(data, dict) and not data:
+        return {}
+    from ..usage.prices import PRICE_KEYS  # noqa: PLC0415 (only with a [prices] table: every command reads the config)
+
     if not isinstance(data, dict):
         raise ConfigError("prices must be a table of models", field="prices")
     out: dict[str, dict[str, float]] = {}

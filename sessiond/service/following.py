@@ -31,6 +31,7 @@ import math
 import os
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,20 @@ if TYPE_CHECKING:
     from .host import SessionHost
 
 log = logging.getLogger("sessiond.watch")
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """What :attr:`Follower.listeners` are told: a session file changed."""
+
+    path: Path
+    kind: str
+    """A watcher's event kind (``grown``, ``created``, ``rewritten``, ``replaced``,
+    ``deleted``...), ``written`` (the daemon's own append) or ``committed`` (``path`` is
+    OpenCode's database, which committed)."""
+    open: bool
+    """Whether an open session follows the file: its new entries reach the search index
+    through the session (``entries_appended``), so a ``grown`` one need not be read again."""
 
 
 class Follower:
@@ -90,14 +105,11 @@ class Follower:
         self.listing = listing
         """Where a changed Pi file's summary is read (and cached) for ``session_list_update``."""
         self.enabled = config.enabled
-        self.on_file_change: list[Callable[[Path, str, bool], None]] = []
-        """Called with each path a watcher reported, its kind (``grown``, ``rewritten``...) and
-        whether an open session followed it, after the change was followed (the search index
-        looks at the file again unless the session's new entries reached it already)."""
-        self.listeners: list[Callable[[Path], None]] = []
-        """Told the path of every session file that changed: a followed file's event, the
-        daemon's own write, OpenCode's database after a commit (the usage records' hook; called
-        on the event loop, so each must be quick)."""
+        self.listeners: list[Callable[[FileChange], None]] = []
+        """The one hook of changed session files (the usage records and the search index):
+        told every watcher event (before it is followed), the daemon's own writes and OpenCode's
+        database after a commit, each a :class:`FileChange`. Called on the event loop, so each
+        must be quick."""
         self._sweeping: anyio.CancelScope | None = None
         """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
         :meth:`stop`)."""
@@ -201,7 +213,7 @@ class Follower:
                     log.debug("opencode data_version %s -> %s", version, now)
                     first = version is None
                     version = now
-                    self._tell(database.path)
+                    self._tell(database.path, "committed", False)
                     try:
                         await self._opencode_changed(root, listed, first)
                     except (SessiondError, OSError, sqlite3.Error) as exc:
@@ -259,11 +271,12 @@ class Follower:
         size = host.session.file_size()
         if size is not None:
             self._watcher(host.root).expect(host.session.path, size)
-        self._tell(Path(host.session.path))
+        self._tell(Path(host.session.path), "written", True)
 
-    def _tell(self, path: Path) -> None:
+    def _tell(self, path: Path, kind: str, open_: bool) -> None:
+        change = FileChange(path, kind, open_)
         for listener in self.listeners:
-            listener(path)
+            listener(change)
 
     def closed(self, host: SessionHost) -> None:
         host.after_write = None
@@ -272,15 +285,12 @@ class Follower:
 
     async def on_events(self, events: list[FileEvent]) -> None:
         for event in events:
-            self._tell(event.path)
-            host = None
+            host = self.registry.host_at(event.path)
+            self._tell(event.path, event.kind, host is not None)
             try:
-                host = self.registry.host_at(event.path)
                 if host is not None:
                     await self._follow(host, event)
                 self._list_update(event)
-                for hook in self.on_file_change:
-                    hook(event.path, event.kind, host is not None)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
                 if host is not None:

@@ -11,8 +11,10 @@ files (the engine compares every file's signature).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,17 +25,28 @@ import anyio
 from sessiond_protocol import methods as M
 
 from ..errors import InvalidArgumentError
-from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path
-from ..search.index import Filters, Hit
+from ..search.codex_file import read_codex
+from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path, stat_signature
+from ..search.index import Filters, Hit, Signature
 from ..search.pi_file import read_pi_v3
 from ..search.query import decode_cursor, encode_cursor, parse_time, substring_needle, words_match
 from ..search.resume import resume_command
 from ..store.claude import ClaudeSession
 from ..store.codex import CodexSession
+from ..store.opencode import (
+    DB_NAME,
+    OpenCodeDatabase,
+    OpenCodeJsonStore,
+    OpenCodeSession,
+    UnreadableDatabaseError,
+    db_session_path,
+    split_db_path,
+)
 from ..store.session import Session
 from .agent_roots import codex_files, is_codex_session_file
 from .catalog import UUID_STEM, Catalog
 from .config import Config
+from .following import FileChange
 from .roots import ROOT_NAMES, Root
 
 log = logging.getLogger("sessiond.search")
@@ -43,17 +56,33 @@ _READ_ONLY: Final = "it is opened read-only to be indexed for search"
 
 
 class CatalogSource(SessionSource):
-    """The daemon's roots as the engine sees them (OpenCode's database is not indexed yet)."""
+    """The daemon's roots as the engine sees them.
+
+    An OpenCode root's sessions are rows of ``opencode.db`` (each named
+    ``<data>/opencode.db#<id>``, as the catalog names them) and, for versions before the
+    database, JSON files under ``storage/`` (those whose id the database also holds are the
+    database's). A database session's signature is its messages' and parts' counts and last
+    update times, read for every session in one query per table; a JSON session's, the sizes
+    and mtimes of its session and message files."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
 
     def files(self) -> Iterator[SourceFile]:
         for root in self.catalog.roots:
-            for path in self._root_files(root):
-                yield SourceFile(str(path), root.name, root.format)
+            yield from self.root_files(root, strict=False)
 
-    def _root_files(self, root: Root) -> Iterator[Path]:
+    def root_files(self, root: Root, *, strict: bool = True) -> Iterator[SourceFile]:
+        """The sessions of one root. ``strict``: an OpenCode database that cannot be read
+        raises (a rescan then keeps what is indexed of it: a busy database must not empty the
+        index); otherwise it is logged and its sessions are left out."""
+        if root.format == "opencode":
+            yield from _opencode_files(root, strict)
+            return
+        for path in self._root_paths(root):
+            yield SourceFile(str(path), root.name, root.format)
+
+    def _root_paths(self, root: Root) -> Iterator[Path]:
         if root.format == "claude-code":
             yield from self.catalog.claude_files(root)
         elif root.format == "codex":
@@ -63,9 +92,16 @@ class CatalogSource(SessionSource):
 
     def classify(self, path: str) -> SourceFile | None:
         p = Path(path)
+        root = self.catalog.root_of(p)
+        if root.format == "opencode":
+            db = split_db_path(p)
+            if db is not None and db[0] == root.path / DB_NAME:
+                return SourceFile(path, root.name, root.format)
+            if p.suffix == ".json" and p.parent.parent == root.path / "storage" / "session":
+                return SourceFile(path, root.name, root.format)
+            return None
         if p.suffix != ".jsonl":
             return None
-        root = self.catalog.root_of(p)
         if root.format == "claude-code":
             if not UUID_STEM.fullmatch(p.stem) or p.parent.parent != root.path:
                 return None
@@ -79,22 +115,127 @@ class CatalogSource(SessionSource):
             return None
         return SourceFile(path, root.name, root.format)
 
-    def open(self, file: SourceFile) -> Any:
+    def signature(self, path: str) -> Signature | None:
+        p = Path(path)
+        db = split_db_path(p)
+        if db is not None:
+            return _db_session_signature(db[0], db[1])
+        if p.suffix == ".json" and p.parent.parent.name == "session":
+            return _json_session_signature(p)
+        return stat_signature(path)
+
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         path = Path(file.path)
         if file.agent == "claude-code":
             return ClaudeSession.open(path)
         if file.agent == "codex":
-            return CodexSession.open(path)
+            return CodexSession.open(path) if follow else read_codex(path)
+        if file.agent == "opencode":
+            return OpenCodeSession.open(path)
         fast = read_pi_v3(path)
         return fast if fast is not None else Session.open(path, read_only=_READ_ONLY)
+
+
+def _signature_of(value: Any, count: int, newest: Any) -> Signature:
+    """Four integers standing for a session that is no file: its rows' count and newest
+    update time, and a CRC-32 of everything the signature was made of."""
+    newest_ms = int(newest) if type(newest) in (int, float) else 0
+    return Signature(0, count, newest_ms, zlib.crc32(repr(value).encode()))
+
+
+_DB_SIGNATURES: Final = (
+    "SELECT id, time_updated, revert FROM session",
+    "SELECT session_id, COUNT(*), MAX(time_updated) FROM message GROUP BY session_id",
+    "SELECT session_id, COUNT(*), MAX(time_updated) FROM part GROUP BY session_id",
+)
+
+
+def _opencode_files(root: Root, strict: bool = False) -> Iterator[SourceFile]:
+    """Every session of an OpenCode root with its signature (the database's in three queries)."""
+    database = OpenCodeDatabase(root.path / DB_NAME)
+    in_db: set[str] = set()
+    if database.exists():
+        try:
+            with database.connect() as conn:
+                conn.execute("BEGIN")
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if {"session", "message", "part"} <= tables:
+                    sessions, messages, parts = (
+                        {r[0]: tuple(r)[1:] for r in conn.execute(sql)} for sql in _DB_SIGNATURES
+                    )
+                else:
+                    sessions, messages, parts = {}, {}, {}
+                conn.execute("COMMIT")
+        except UnreadableDatabaseError as exc:
+            if strict:
+                raise
+            log.info("search: cannot read %s (%s)", database.path, exc)
+            sessions, messages, parts = {}, {}, {}
+        for sid, row in sessions.items():
+            in_db.add(sid)
+            m, pt = messages.get(sid, (0, None)), parts.get(sid, (0, None))
+            sig = _db_signature(row, m, pt)
+            yield SourceFile(str(db_session_path(root.path, sid)), root.name, root.format, sig)
+    for path in OpenCodeJsonStore(root.path).session_files():
+        if path.stem in in_db:
+            continue
+        json_sig = _json_session_signature(path)
+        if json_sig is not None:
+            yield SourceFile(str(path), root.name, root.format, json_sig)
+
+
+def _db_signature(session: tuple[Any, ...], messages: tuple[Any, ...], parts: tuple[Any, ...]) -> Signature:
+    newest = max((v for v in (session[0], messages[1], parts[1]) if type(v) in (int, float)), default=0)
+    return _signature_of((session, messages, parts), int(messages[0]) + int(parts[0]), newest)
+
+
+def _db_session_signature(db: Path, session_id: str) -> Signature | None:
+    database = OpenCodeDatabase(db)
+    try:
+        with database.connect() as conn:
+            conn.execute("BEGIN")
+            row = conn.execute(
+                "SELECT time_updated, revert FROM session WHERE id = ?", (session_id,)
+            ).fetchone()
+            rows = [
+                tuple(
+                    conn.execute(
+                        f"{sql.replace(' GROUP BY session_id', '')} WHERE session_id = ?", (session_id,)
+                    ).fetchone()
+                )[1:]
+                for sql in _DB_SIGNATURES[1:]
+            ]
+            conn.execute("COMMIT")
+    except UnreadableDatabaseError:
+        return None
+    if row is None:
+        return None
+    return _db_signature(tuple(row), rows[0], rows[1])
+
+
+def _json_session_signature(path: Path) -> Signature | None:
+    """The sizes and mtimes of a JSON-store session's file and its message files."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamps: list[tuple[str, int, int]] = [(path.name, st.st_size, st.st_mtime_ns)]
+    messages = path.parent.parent.parent / "message" / path.stem
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.scandir(messages), key=lambda e: e.name):
+            if entry.name.endswith(".json"):
+                est = entry.stat()
+                stamps.append((entry.name, est.st_size, est.st_mtime_ns))
+    return _signature_of(stamps, len(stamps), max(x[2] for x in stamps))
 
 
 class Searching:
     def __init__(self, config: Config, catalog: Catalog, path: Path | None = None) -> None:
         self.enabled = config.search.enabled
         self.sync_on_query = not config.watch.enabled
+        self.source = CatalogSource(catalog)
         self.engine = SearchEngine(
-            path or index_path(config.layout.root), CatalogSource(catalog), exclude=config.search.exclude
+            path or index_path(config.layout.root), self.source, exclude=config.search.exclude
         )
         self._started = False
 
@@ -128,14 +269,27 @@ class Searching:
             session.file_size(),
         )
 
-    def file_changed(self, path: Path, kind: str = "changed", open_: bool = False) -> None:
-        """A watcher saw ``path`` change (the follower's ``on_file_change``). An open session
-        that grew told the index its new entries already (``entries``, from the follower's
-        ingest): reading the whole file again for each appended line made following a growing
-        transcript cost O(file) per line and kept the writer busy past the daemon's stop."""
-        if not self._started or (open_ and kind == "grown"):
+    def opened(self, host: Any) -> None:
+        """A session was opened (the registry's ``on_open``): the writer compares its file with
+        the index. A JetStream replica is written from the stream when a daemon first serves
+        the session, and the watcher, told the file's size at the open, reports nothing of it:
+        without this look, a daemon would not index a shared session it serves until a restart.
+        Costs a ``stat`` and a 4 KiB read when the index has the file already."""
+        if self._started:
+            self.engine.changed(os.fspath(host.session.path))
+
+    def file_changed(self, change: FileChange) -> None:
+        """A session file changed (the follower's ``listeners``). An open session that grew
+        told the index its new entries already (``entries``, from the follower's ingest), as do
+        the daemon's own writes; anything else is looked at again by the writer (only the
+        grown tail of a file it read lately: ``SearchEngine``'s kept readers)."""
+        if not self._started or change.kind == "written" or (change.open and change.kind == "grown"):
             return
-        self.engine.changed(os.fspath(path))
+        if change.kind == "committed":  # OpenCode's database: which sessions, no file says
+            root = self.source.catalog.root_of(change.path)
+            self.engine.rescan(root.name, lambda: list(self.source.root_files(root)))
+            return
+        self.engine.changed(os.fspath(change.path))
 
     def removed(self, path: Path) -> None:
         if self._started:

@@ -85,7 +85,7 @@ class Service:
         self.follower = Follower(self.registry, self.listing, config.watch)
         self.stats = UsageFeed(config, self.hub)
         """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
-        self.follower.listeners.append(self.stats.changed)
+        self.follower.listeners.append(lambda change: self.stats.changed(change.path))
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )
@@ -102,7 +102,8 @@ class Service:
         self.search = Searching(config, self.catalog)
         """The full-text index (started by the daemon: :meth:`Searching.start`)."""
         registry.on_entries.append(self.search.entries)
-        self.follower.on_file_change.append(self.search.file_changed)
+        registry.on_open.append(self.search.opened)
+        self.follower.listeners.append(self.search.file_changed)
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's

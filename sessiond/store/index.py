@@ -351,9 +351,20 @@ class SessionIndex:
                 out[i] = entry
         if missing:
             missing.sort()
+            # What the cache would only take in to evict again before this read ends (a context
+            # larger than the cache: 30 MB of bodies through a 16 MiB cache) is not put in it.
+            lengths, budget = self.lengths, self._cache.budget
+            room, keep_from = budget, len(missing)
+            while keep_from > 0:
+                length = lengths[missing[keep_from - 1][0]]
+                if length <= budget:  # (a line larger than the whole cache is never put)
+                    if length > room:
+                        break
+                    room -= length
+                keep_from -= 1
             with paused_gc():
                 for run in self._spans(missing):
-                    self._read_span(run, out)
+                    self._read_span(run, out, missing[keep_from][0] if keep_from < len(missing) else None)
         return out
 
     def _spans(self, missing: list[tuple[int, int]]) -> Iterator[list[tuple[int, int]]]:
@@ -375,15 +386,19 @@ class SessionIndex:
         if run:
             yield run
 
-    def _read_span(self, run: list[tuple[int, int]], out: list[Any]) -> None:
+    def _read_span(self, run: list[tuple[int, int]], out: list[Any], cache_from: int | None = -1) -> None:
+        """Read and decode a run; cache the entries at file positions from ``cache_from`` on
+        (``None``: none of them; the default: all)."""
         assert self.read_body is not None
         first, last = run[0][0], run[-1][0]
         start = self.offsets[first]
         data = self.read_body(start, self.offsets[last] + self.lengths[last] - start)
+        decode, offsets, lengths, put = self.decode, self.offsets, self.lengths, self._cache.put
         for pos, i in run:
-            offset, length = self.offsets[pos] - start, self.lengths[pos]
-            entry = self.decode(data[offset : offset + length])
-            self._cache.put(pos, entry, length)
+            offset, length = offsets[pos] - start, lengths[pos]
+            entry = decode(data[offset : offset + length])
+            if cache_from is not None and pos >= cache_from:
+                put(pos, entry, length)
             out[i] = entry
 
     def spans(self, positions: list[int]) -> Iterator[tuple[int, list[tuple[int, int]]]]:

@@ -33,7 +33,7 @@ import orjson
 from ..errors import NotASessionError, SessiondError, SessionNotFoundError
 from ..formats.opencode import OpenCodeSession as OpenCodeRecords
 from ..formats.opencode import build_session, convert, iso, session_from_row
-from ..formats.opencode.convert import Conversion
+from ..formats.opencode.convert import Conversion, entries_for, finished, settled
 from ..model.js import key
 from .foreign import ForeignSession
 from .session import IngestResult
@@ -95,9 +95,18 @@ class OpenCodeDatabase:
                 rows = conn.execute("SELECT * FROM session").fetchall()
             else:
                 rows = conn.execute("SELECT * FROM session WHERE directory = ?", (cwd,)).fetchall()
-            counts = dict(
-                conn.execute("SELECT session_id, COUNT(*) FROM message GROUP BY session_id").fetchall()
-            )
+            stamps: dict[str, tuple[Any, ...]] = {
+                sid: (n, updated) for sid, n, updated in conn.execute(_MESSAGE_STAMPS).fetchall()
+            }
+            parts = _has_table(conn, "part")
+            if parts:
+                for sid, n, updated in conn.execute(_PART_STAMPS).fetchall():
+                    stamps[sid] = (*stamps.get(sid, (0, None)), n, updated)
+            counts = {
+                row["id"]: self._message_count(conn, row["id"], stamps[row["id"]], parts)
+                for row in rows
+                if row["id"] in stamps
+            }
             firsts = _first_prompts(conn)
         out = []
         for row in rows:
@@ -106,6 +115,29 @@ class OpenCodeDatabase:
             d["_first"] = firsts.get(d["id"])
             out.append(d)
         return out
+
+    def _message_count(self, conn: sqlite3.Connection, sid: str, stamp: tuple[Any, ...], parts: bool) -> int:
+        """A session's ``message`` entries as its tree shows them (docs/concepts.md, "Messages"):
+        its settled messages (``convert.settled``: not a last one still being written) and,
+        each its own ``toolResult`` message, their tool parts. Counted again only when the
+        session's messages or parts changed (their number or latest update)."""
+        cache_key = (str(self.path), sid)
+        cached = _COUNTS.get(cache_key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        count = int(stamp[0])
+        if parts:
+            count += conn.execute(_TOOL_PARTS, (sid,)).fetchone()[0]
+        last = conn.execute(_LAST_MESSAGE, (sid,)).fetchone()
+        if last is not None:
+            try:
+                info = orjson.loads(last["data"])
+            except orjson.JSONDecodeError:
+                info = None
+            if type(info) is dict and not finished(info):
+                count -= 1 + (conn.execute(_TOOL_PARTS_OF, (last["id"],)).fetchone()[0] if parts else 0)
+        _COUNTS[cache_key] = (stamp, count)
+        return count
 
     def has_session(self, session_id: str) -> bool:
         with self.connect() as conn:
@@ -183,6 +215,20 @@ class OpenCodeDatabase:
                 self._watch = None
 
 
+_MESSAGE_STAMPS: Final = "SELECT session_id, COUNT(*), MAX(time_updated) FROM message GROUP BY session_id"
+_PART_STAMPS: Final = "SELECT session_id, COUNT(*), MAX(time_updated) FROM part GROUP BY session_id"
+_IS_TOOL: Final = "CASE WHEN json_valid(data) THEN json_extract(data, '$.type') END = 'tool'"
+"""A tool part (a part that is not JSON is not one)."""
+_TOOL_PARTS: Final = f"SELECT COUNT(*) FROM part WHERE session_id = ? AND {_IS_TOOL}"
+_TOOL_PARTS_OF: Final = f"SELECT COUNT(*) FROM part WHERE message_id = ? AND {_IS_TOOL}"
+_LAST_MESSAGE: Final = (
+    "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT 1"
+)
+"""A session's last message, in the order :meth:`OpenCodeDatabase.load` reads them."""
+_COUNTS: dict[tuple[str, str], tuple[tuple[Any, ...], int]] = {}
+"""``(database, session id)`` → (what its messages and parts looked like, its message count)."""
+
+
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     query = "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?"
     return conn.execute(query, (name,)).fetchone() is not None
@@ -244,6 +290,16 @@ class OpenCodeJsonStore:
         except (OSError, orjson.JSONDecodeError):
             return None
         return obj if type(obj) is dict and type(obj.get("id")) is str else None
+
+    def message_count(self, path: Path) -> int:
+        """A session's ``message`` entries as its tree shows them (docs/concepts.md, "Messages"):
+        its settled messages and, each its own ``toolResult`` message, their tool parts. The
+        JSON store is OpenCode's older layout and small: the session is read and converted."""
+        try:
+            records = self.load(path)
+        except SessiondError:
+            return 0
+        return len(entries_for(settled(records.messages)))
 
     def load(self, path: Path) -> OpenCodeRecords:
         info = self.read_info(path)

@@ -22,11 +22,12 @@ from typing import Any
 
 import orjson
 
-from .records import Record, SessionInfo, count, epoch_ms, first_text, lines_matching
+from .records import Fields, Record, SessionInfo, count, epoch_ms, first_text, lines_matching, response
 
 FALLBACK_MODEL = "gpt-5"
 _MARKERS = re.compile(rb'"(?:session_meta|turn_context|token_count|user_message)"')
 """The lines that matter (most are response items)."""
+FIELDS = Fields("input_tokens", "output_tokens", "cached_input_tokens", None, input_has_cache=True)
 
 
 def read(
@@ -80,19 +81,8 @@ def read(
         forked_at = state.get("forkedAt")
         if type(forked_at) is int and ts < forked_at:
             continue  # the parent's usage, replayed into the fork
-        cached = count(usage.get("cached_input_tokens"))
-        out.append(
-            Record(
-                key=f"{sid}:{offset}",
-                session_id=sid,
-                model=state.get("model") or FALLBACK_MODEL,
-                ts=ts,
-                input=max(count(usage.get("input_tokens")) - cached, 0),
-                output=count(usage.get("output_tokens")),
-                cache_read=cached,
-                cache_creation=0,
-            )
-        )
+        model = state.get("model") or FALLBACK_MODEL
+        out.append(response(f"{sid}:{offset}", sid, model, ts, usage, FIELDS))
     if "sid" not in state:
         state["sid"] = sid
     return out

@@ -19,10 +19,10 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -34,11 +34,15 @@ from .records import Record, SessionInfo
 from .registry import prices_as_of
 
 log = logging.getLogger("sessiond.usage")
+_T = TypeVar("_T")
 
 DB_FILE: Final = "usage.sqlite3"
 SCHEMA_VERSION: Final = "2"
 CHUNK: Final = 8 << 20
 """Bytes read at a time from a growing file."""
+BATCH: Final = 64
+"""Files stored in one transaction during a first build (few commits, yet the write lock is
+let go often for the daemon or another ``sessiond stats``)."""
 PARALLEL_FROM: Final = 32
 """Files to read before worker processes pay for their start (about 0.3 s each)."""
 MAX_LINE: Final = 64 << 20
@@ -47,7 +51,39 @@ record is that large, and memory stays bounded by this and :data:`CHUNK`."""
 HEAD: Final = 64
 """Bytes of a file's start remembered to tell an append from a rewrite."""
 
-SCHEMA = """
+COST: Final = "coalesce({r}.agent_cost, {r}.calc_cost)"
+"""A record's cost: the agent's own, else the computed one (``NULL``: unpriced)."""
+_ADD: Final = f"""
+    INSERT INTO buckets VALUES(new.ts / 900000, new.agent, new.model, new.input, new.output,
+        new.cache_read, new.cache_creation, coalesce({COST.format(r="new")}, 0),
+        {COST.format(r="new")} IS NOT NULL, 1)
+    ON CONFLICT(bucket, agent, model) DO UPDATE SET input = input + excluded.input,
+        output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+        cache_creation = cache_creation + excluded.cache_creation, cost = cost + excluded.cost,
+        priced = priced + excluded.priced, n = n + 1;"""
+_OLD_BUCKET: Final = "bucket = old.ts / 900000 AND agent = old.agent AND model = old.model"
+_SUBTRACT: Final = f"""
+    UPDATE buckets SET input = input - old.input, output = output - old.output,
+        cache_read = cache_read - old.cache_read, cache_creation = cache_creation - old.cache_creation,
+        cost = cost - coalesce({COST.format(r="old")}, 0),
+        priced = priced - ({COST.format(r="old")} IS NOT NULL), n = n - 1
+    WHERE {_OLD_BUCKET};"""
+_PRUNE: Final = f"""
+    DELETE FROM buckets WHERE {_OLD_BUCKET} AND n <= 0;"""
+TRIGGERS: Final = {
+    "records_added": f"AFTER INSERT ON records BEGIN{_ADD}\nEND;",
+    "records_removed": f"AFTER DELETE ON records BEGIN{_SUBTRACT}{_PRUNE}\nEND;",
+    "records_changed": f"AFTER UPDATE ON records BEGIN{_SUBTRACT}{_ADD}{_PRUNE}\nEND;",
+}
+"""What keeps the 15-minute sums equal to the records: a record added, removed or replaced."""
+INDEXES: Final = {
+    "records_ts": "records(ts)",
+    "records_session": "records(session_id)",
+    "records_file": "records(file)",
+}
+"""The records' indexes besides their key (made once at the end of a first build: cheaper
+than kept up per insert)."""
+TABLES: Final = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY, agent TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
@@ -58,9 +94,6 @@ CREATE TABLE IF NOT EXISTS records(
     cache_read INTEGER NOT NULL, cache_creation INTEGER NOT NULL, cache_5m INTEGER NOT NULL,
     cache_1h INTEGER NOT NULL, agent_cost REAL, calc_cost REAL,
     PRIMARY KEY(agent, key)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
-CREATE INDEX IF NOT EXISTS records_session ON records(session_id);
-CREATE INDEX IF NOT EXISTS records_file ON records(file);
 CREATE TABLE IF NOT EXISTS sessions(
     agent TEXT NOT NULL, session_id TEXT NOT NULL, cwd TEXT, title TEXT,
     PRIMARY KEY(agent, session_id)) WITHOUT ROWID;
@@ -69,46 +102,18 @@ CREATE TABLE IF NOT EXISTS buckets(
     output INTEGER NOT NULL, cache_read INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
     cost REAL NOT NULL, priced INTEGER NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY(bucket, agent, model)) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS records_added AFTER INSERT ON records BEGIN
-    INSERT INTO buckets VALUES(new.ts / 900000, new.agent, new.model, new.input, new.output,
-        new.cache_read, new.cache_creation, coalesce(new.agent_cost, new.calc_cost, 0),
-        coalesce(new.agent_cost, new.calc_cost) IS NOT NULL, 1)
-    ON CONFLICT(bucket, agent, model) DO UPDATE SET input = input + excluded.input,
-        output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-        cache_creation = cache_creation + excluded.cache_creation, cost = cost + excluded.cost,
-        priced = priced + excluded.priced, n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS records_removed AFTER DELETE ON records BEGIN
-    UPDATE buckets SET input = input - old.input, output = output - old.output,
-        cache_read = cache_read - old.cache_read, cache_creation = cache_creation - old.cache_creation,
-        cost = cost - coalesce(old.agent_cost, old.calc_cost, 0),
-        priced = priced - (coalesce(old.agent_cost, old.calc_cost) IS NOT NULL), n = n - 1
-    WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model;
-    DELETE FROM buckets WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model
-        AND n <= 0;
-END;
-CREATE TRIGGER IF NOT EXISTS records_changed AFTER UPDATE ON records BEGIN
-    UPDATE buckets SET input = input - old.input, output = output - old.output,
-        cache_read = cache_read - old.cache_read, cache_creation = cache_creation - old.cache_creation,
-        cost = cost - coalesce(old.agent_cost, old.calc_cost, 0),
-        priced = priced - (coalesce(old.agent_cost, old.calc_cost) IS NOT NULL), n = n - 1
-    WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model;
-    INSERT INTO buckets VALUES(new.ts / 900000, new.agent, new.model, new.input, new.output,
-        new.cache_read, new.cache_creation, coalesce(new.agent_cost, new.calc_cost, 0),
-        coalesce(new.agent_cost, new.calc_cost) IS NOT NULL, 1)
-    ON CONFLICT(bucket, agent, model) DO UPDATE SET input = input + excluded.input,
-        output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
-        cache_creation = cache_creation + excluded.cache_creation, cost = cost + excluded.cost,
-        priced = priced + excluded.priced, n = n + 1;
-    DELETE FROM buckets WHERE bucket = old.ts / 900000 AND agent = old.agent AND model = old.model
-        AND n <= 0;
-END;
 """
-TRIGGERS: Final = ("records_added", "records_removed", "records_changed")
-REBUILD_BUCKETS: Final = """
+SCHEMA: Final = "\n".join(
+    [
+        TABLES,
+        *(f"CREATE INDEX IF NOT EXISTS {name} ON {on};" for name, on in INDEXES.items()),
+        *(f"CREATE TRIGGER IF NOT EXISTS {name} {body}" for name, body in TRIGGERS.items()),
+    ]
+)
+REBUILD_BUCKETS: Final = f"""
 INSERT INTO buckets SELECT ts / 900000, agent, model, sum(input), sum(output), sum(cache_read),
-    sum(cache_creation), sum(coalesce(agent_cost, calc_cost, 0)),
-    sum(coalesce(agent_cost, calc_cost) IS NOT NULL), count(*)
+    sum(cache_creation), sum(coalesce({COST.format(r="records")}, 0)),
+    sum({COST.format(r="records")} IS NOT NULL), count(*)
 FROM records GROUP BY ts / 900000, agent, model
 """
 BUCKET_MS: Final = 15 * 60 * 1000
@@ -278,22 +283,31 @@ class UsageIndex:
                 and self.db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None
             )
         if not bulk:
-            return self._read_all(plans, progress, workers)
-        # The first build: the 15-minute sums are computed once at the end instead of by a
-        # trigger per record (a quarter of the build's CPU). Records another writer adds
-        # meanwhile are in the table when the sums are computed, and later ones meet the
+            return self._read_all(plans, progress, workers, batch=1)
+        # The first build: the 15-minute sums and the records' indexes are made once at the end
+        # instead of per record (a trigger and three index updates per insert, most of the
+        # build's SQLite time), and many files go in one transaction. Records another writer
+        # adds meanwhile are in the table when the sums are computed, and later ones meet the
         # triggers again: the sums stay exact.
+        preload = threading.Thread(target=self.prices.preload, name="usage-prices", daemon=True)
+        preload.start()  # the registry loads (about a second) while the files are read
         with self._tx():
             for trigger in TRIGGERS:
                 self.db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            for name in INDEXES:
+                self.db.execute(f"DROP INDEX IF EXISTS {name}")
             self._set_meta("buckets", "stale")  # a build killed midway is finished on next open
         try:
-            return self._read_all(plans, progress, workers)
+            return self._read_all(plans, progress, workers, batch=BATCH)
         finally:
             with self._tx():
                 self._rebuild_buckets()
 
-    def _read_all(self, plans: list[_Plan], progress: Progress | None, workers: int) -> set[tuple[str, str]]:
+    def _read_all(
+        self, plans: list[_Plan], progress: Progress | None, workers: int, batch: int
+    ) -> set[tuple[str, str]]:
+        """Read the planned files (in ``workers`` processes when there are many) and store
+        what each gave, ``batch`` files to a transaction."""
         changed: set[tuple[str, str]] = set()
         total = len(plans)
         if progress is not None:
@@ -305,14 +319,19 @@ class UsageIndex:
             from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
             pool = ProcessPoolExecutor(min(workers, total), mp_context=multiprocessing.get_context("spawn"))
-            reads = pool.map(_read_plan, plans, chunksize=max(1, min(16, total // (workers * 8))))
+            sent = pool.map(_read_plan_sent, plans, chunksize=max(1, min(16, total // (workers * 8))))
+            reads = (_received(one) for one in sent)
         else:
             reads = (_read_plan(plan) for plan in plans)
         try:
-            for n, (plan, read) in enumerate(zip(plans, reads, strict=True)):
-                changed |= self._commit(plan, read)
+            done = 0
+            for group in _batches(zip(plans, reads, strict=True), batch):
+                with self._tx():
+                    for plan, read in group:
+                        changed |= self._write(plan, read)
+                done += len(group)
                 if progress is not None:
-                    progress(n + 1, total)
+                    progress(done, total)
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -350,7 +369,9 @@ class UsageIndex:
         plan = self._plan(source, path)
         if plan is None:
             return set()
-        return self._commit(plan, read_file(plan.source, plan.path, plan.offset, plan.head, plan.state))
+        read = read_file(plan.source, plan.path, plan.offset, plan.head, plan.state)
+        with self._tx():
+            return self._write(plan, read)
 
     def _plan(self, source: Source, path: Path) -> _Plan | None:
         """What to read of ``path`` (``None``: nothing changed; a file that went is forgotten)."""
@@ -383,53 +404,32 @@ class UsageIndex:
             return _Plan(source, path, sig, True, False, row[3], row[4], orjson.loads(row[5]))
         return _Plan(source, path, sig, False, row is not None, 0, b"", {})
 
-    def _commit(self, plan: _Plan, read: _Read) -> set[tuple[str, str]]:
+    def _write(self, plan: _Plan, read: _Read) -> set[tuple[str, str]]:
+        """Store what reading a file gave (inside a transaction)."""
         records, offset, head, state, sessions = read
         key = str(plan.path)
-        with self._tx():
-            if plan.known and not plan.grown:
-                self._drop_file(key)  # rewritten, replaced or shrunk: read whole again
-            self._store(plan.source, key, records, sessions)
-            self.db.execute(
-                "INSERT OR REPLACE INTO files(path, agent, size, mtime_ns, inode, offset, head, state)"
-                " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, plan.source.name, *plan.sig, offset, head, orjson.dumps(state).decode()),
-            )
+        if plan.known and not plan.grown:
+            self._drop_file(key)  # rewritten, replaced or shrunk: read whole again
+        self._store(plan.source, key, records, sessions)
+        self.db.execute(
+            "INSERT OR REPLACE INTO files(path, agent, size, mtime_ns, inode, offset, head, state)"
+            " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, plan.source.name, *plan.sig, offset, head, orjson.dumps(state).decode()),
+        )
         return {(plan.source.name, r.session_id) for r in records}
 
     def _store(
         self, source: Source, key: str, records: list[Record], sessions: dict[str, SessionInfo]
     ) -> None:
         cost = self.prices.cost
+        agent = source.name
+        self.db.executemany(UPSERT, [(agent, r[0], key, *r[1:], cost(r)) for r in records])
         self.db.executemany(
-            UPSERT,
-            [
-                (
-                    source.name,
-                    r.key,
-                    key,
-                    r.session_id,
-                    r.model,
-                    r.ts,
-                    r.input,
-                    r.output,
-                    r.cache_read,
-                    r.cache_creation,
-                    r.cache_5m,
-                    r.cache_1h,
-                    r.agent_cost,
-                    cost(r),
-                )
-                for r in records
-            ],
+            "INSERT INTO sessions(agent, session_id, cwd, title) VALUES(?, ?, ?, ?)"
+            " ON CONFLICT(agent, session_id) DO UPDATE SET cwd = coalesce(cwd, excluded.cwd),"
+            " title = coalesce(title, excluded.title)",
+            [(agent, info.session_id, info.cwd, info.title) for info in sessions.values()],
         )
-        for info in sessions.values():
-            self.db.execute(
-                "INSERT INTO sessions(agent, session_id, cwd, title) VALUES(?, ?, ?, ?)"
-                " ON CONFLICT(agent, session_id) DO UPDATE SET cwd = coalesce(cwd, excluded.cwd),"
-                " title = coalesce(title, excluded.title)",
-                (source.name, info.session_id, info.cwd, info.title),
-            )
 
     def _drop_file(self, key: str) -> None:
         self.db.execute("DELETE FROM records WHERE file = ?", (key,))
@@ -467,11 +467,28 @@ def _read_plan(plan: _Plan) -> _Read:
     return read_file(plan.source, plan.path, plan.offset, plan.head, plan.state)
 
 
+_Sent = tuple[list[tuple[Any, ...]], int, bytes, dict[str, Any], dict[str, SessionInfo]]
+"""A read as a worker process sends it: the records as plain tuples (a named tuple pickles and
+unpickles five times slower: a tenth of the first build's CPU)."""
+
+
+def _read_plan_sent(plan: _Plan) -> _Sent:
+    records, offset, head, state, sessions = _read_plan(plan)
+    return [tuple(r) for r in records], offset, head, state, sessions
+
+
+def _received(sent: _Sent) -> _Read:
+    records, offset, head, state, sessions = sent
+    return [Record._make(r) for r in records], offset, head, state, sessions
+
+
 def read_file(source: Source, path: Path, offset: int, head: bytes, state: dict[str, Any]) -> _Read:
     """Read a session file from ``offset`` to its last complete line: pure, so the first build
     can run it in worker processes."""
     sessions: dict[str, SessionInfo] = {}
     records, offset, head = _read_records(source, path, offset, head, state, sessions)
+    if len(records) > 1:  # the same key again (a streamed response's pieces): the last wins,
+        records = list({r.key: r for r in records}.values())  # as the upsert would decide
     return records, offset, head, state, sessions
 
 
@@ -496,7 +513,7 @@ def _read_records(
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return records, offset, head
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(fd, "rb", buffering=0) as f:  # big reads straight into one bytes object
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return records, offset, head
         if offset == 0:
@@ -525,6 +542,8 @@ def _read_records(
                 first = chunk.find(b"\n") + 1
                 body, body_start = chunk[first : end + 1], pos + first
                 skipping = False
+            elif held == 0 and end == len(chunk) - 1:  # whole lines, nothing pending: no copy
+                body, body_start = chunk, start
             else:
                 body, body_start = b"".join([*pending, chunk[: end + 1]]), start
             records.extend(_parse(source, path, body, body_start, state, sessions))
@@ -544,6 +563,17 @@ def _parse(
 ) -> list[Record]:
     reader = {"claude-code": claude.read, "codex": codex.read}.get(source.format, pi.read)
     return reader(path, data, start, state, sessions)
+
+
+def _batches(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    group: list[_T] = []
+    for item in items:
+        group.append(item)
+        if len(group) >= size:
+            yield group
+            group = []
+    if group:
+        yield group
 
 
 def _walk(directory: Path, suffix: str) -> Iterator[Path]:

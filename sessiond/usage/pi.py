@@ -14,10 +14,11 @@ from typing import Any
 
 import orjson
 
-from .records import Record, SessionInfo, count, epoch_ms, first_text, lines_matching, money
+from .records import Fields, Record, SessionInfo, epoch_ms, first_text, lines_matching, money, response
 
 _MARKERS = re.compile(rb'"usage"|"type":"session"|"role":"user"')
 """The lines that matter: assistant messages (with usage), the header, prompts (for a title)."""
+FIELDS = Fields("input", "output", "cacheRead", "cacheWrite")
 
 
 def read(
@@ -64,19 +65,8 @@ def read(
         cost = usage.get("cost")
         total = cost.get("total") if type(cost) is dict else None
         eid = entry.get("id")
-        out.append(
-            Record(
-                key=f"{sid}:{eid if type(eid) is str else _offset}",
-                session_id=sid,
-                model=model,
-                ts=ts,
-                input=count(usage.get("input")),
-                output=count(usage.get("output")),
-                cache_read=count(usage.get("cacheRead")),
-                cache_creation=count(usage.get("cacheWrite")),
-                agent_cost=money(total),
-            )
-        )
+        key = f"{sid}:{eid if type(eid) is str else _offset}"
+        out.append(response(key, sid, model, ts, usage, FIELDS, agent_cost=money(total)))
     if "sid" not in state:
         state["sid"] = sid
     return out

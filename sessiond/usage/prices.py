@@ -33,7 +33,7 @@ from typing import Any, Final
 import orjson
 
 from .records import Record
-from .registry import lookup, model_name, registry_version
+from .registry import lookup, model_name, preload, registry_version
 
 PRICE_KEYS: Final = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 """The keys of a ``[prices]`` table (USD per million tokens)."""
@@ -51,8 +51,19 @@ class Price:
     cache_write_1h: Tiered
 
     def cost(self, r: Record) -> float:
-        whole = r.input + r.cache_read + r.cache_creation
         c1h = r.cache_1h if r.cache_5m + r.cache_1h == r.cache_creation else 0
+        if (
+            not (self.input[1] or self.output[1] or self.cache_read[1] or self.cache_write[1])
+            and not (self.cache_write_1h[1])
+        ):  # no tier (most models): one price each, whatever the input's size
+            return (
+                r.input * self.input[0]
+                + r.output * self.output[0]
+                + r.cache_read * self.cache_read[0]
+                + (r.cache_creation - c1h) * self.cache_write[0]
+                + c1h * self.cache_write_1h[0]
+            ) / 1_000_000
+        whole = r.input + r.cache_read + r.cache_creation
         return (
             r.input * _at(self.input, whole)
             + r.output * _at(self.output, whole)
@@ -107,6 +118,11 @@ class PriceBook:
                 self._known.clear()
             self._known[key] = self._override(model) or self._registry(model, day)
         return self._known[key]
+
+    @staticmethod
+    def preload() -> None:
+        """Load the registry now (about a second), e.g. in a thread while files are read."""
+        preload()
 
     def cost(self, record: Record) -> float | None:
         """The response's cost in USD, ``None`` when its model is unpriced."""

@@ -46,6 +46,12 @@ def _snapshot() -> Any:
     return data_snapshot.get_snapshot()
 
 
+def preload() -> None:
+    """Load the bundled snapshot (the first :func:`lookup` would; this lets it happen early)."""
+    with _LOCK:
+        _snapshot()
+
+
 @cache
 def lookup(model_id: str) -> Found | None:
     """The registry's entry for a model id, or ``None`` when it does not know the model."""

@@ -366,3 +366,54 @@ async def test_the_rewind_slash_command_shows_then_restores(daemon: Daemon, tmp_
     assert not (work / "out.txt").exists()
     assert (await editor.finish())[0] == 0
     assert not any(b"/rewind" in line for line in _lines(tmp_path / "agent.in"))  # never the agent's
+
+
+async def test_a_prompt_is_checkpointed_only_when_its_turn_writes_and_rewinds_like_one(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Four prompts; the editor allows the write of the first and third only. Checkpoints exist
+    at those two; rewinding to the second (no checkpoint of its own) goes to the third's — the
+    files as they were at the second, since no write came between — and rewinding to the last
+    finds nothing changed since."""
+    work = tmp_path / "work"
+    work.mkdir()
+    editor = await Editor.start(daemon.socket, _env(daemon, tmp_path, work))
+    decisions = iter(["allow", "reject", "allow", "reject"])
+    editor.handlers = {
+        "session/request_permission": lambda _: {
+            "outcome": {"outcome": "selected", "optionId": next(decisions)}
+        },
+        "fs/write_text_file": _write_file,
+    }
+    caps = {"protocolVersion": 1, "clientCapabilities": {"fs": {"writeTextFile": True}}}
+    await editor.request(0, "initialize", caps)
+    new, _ = await editor.request(1, "session/new", {"cwd": str(work), "mcpServers": []})
+    sid = new["result"]["sessionId"]
+    for rid, text in enumerate(["one", "two", "three", "four"], start=2):
+        await editor.request(
+            rid, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+        )
+    assert (work / "out.txt").read_text() == "three\n"
+
+    last, _ = await editor.request(10, "_sessiond/rewind", {"sessionId": sid})
+    assert last["result"]["files"] == [] and last["result"]["undoId"] is None, last
+    dry, _ = await editor.request(11, "_sessiond/rewind", {"sessionId": sid, "prompt": 1})
+    assert [(f["path"], f["action"]) for f in dry["result"]["files"]] == [("out.txt", "write")], dry
+    done, _ = await editor.request(12, "_sessiond/rewind", {"sessionId": sid, "prompt": 1, "dryRun": False})
+    assert done["result"]["written"] == 1, done
+    assert (work / "out.txt").read_text() == "one\n"
+    assert (await editor.finish())[0] == 0
+
+    client = await daemon.client()
+    try:
+        listed = await client.request("fileHistory/list", {"sessionId": sid})
+        context = await client.request("context/get", {"sessionId": sid})
+    finally:
+        await client.close()
+    prompts = {
+        m["entryId"]: m["message"]["content"][0]["text"]
+        for m in context["messages"]
+        if m["message"]["role"] == "user"
+    }
+    checkpoints = [c["messageId"] for c in listed["checkpoints"] if c["kind"] == "checkpoint"]
+    assert [prompts[c] for c in checkpoints] == ["one", "three"]

@@ -1007,7 +1007,7 @@ def test_listing_fields() -> None:
     b.user("side", None, "sidechain", isSidechain=True)
     f = cc.listing_fields(b.load())
     assert f["first_message"] == "the real first prompt"
-    assert f["message_count"] == 4
+    assert f["message_count"] == 5  # every message entry of the tree, the inline sidechain's too
     assert f["created_ms"] is not None and f["modified_ms"] is not None and f["modified_ms"] > f["created_ms"]
 
 

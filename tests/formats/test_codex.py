@@ -301,14 +301,21 @@ def test_a_fork_whose_parent_is_gone_shows_its_own_history_and_says_so(tmp_path:
 
 
 def test_a_listing_counts_the_messages_of_a_0_169_rollout() -> None:
-    """0.169 writes an assistant item's status and id before its role, and no ``user_message``
-    event (an ``item_completed`` ``UserMessage`` instead): the listing's fast count sees both."""
+    """0.169 writes an assistant item's status and id before its role: the listing's fast count
+    sees them, and counts what the tree holds as ``message`` entries (docs/concepts.md,
+    "Messages"), a paginated fork's inherited ones too; the parsed count agrees on the file's own."""
     from sessiond.formats.codex import listing_fields  # noqa: PLC0415
     from sessiond.service.agent_roots import _codex_summary  # noqa: PLC0415
 
+    counts = {}
     for path in (PARENT_0169, FORK_0169):
         info, _ = _codex_summary(path, 0)
-        assert info.message_count == listing_fields(parse_rollout(path.read_bytes()))["message_count"] == 4
+        entries = CodexSession.open(path).entries()
+        counts[path] = info.message_count
+        assert info.message_count == sum(1 for e in entries if e["type"] == "message")
+        own = sum(1 for e in entries if e["type"] == "message" and not e["id"].startswith("B"))
+        assert listing_fields(parse_rollout(path.read_bytes()))["message_count"] == own
+    assert counts == {PARENT_0169: 13, FORK_0169: 17}
 
 
 @pytest.mark.parametrize("thread_id", ["*", "../sessions", "01a245a8-cc31-76d1-ad85-2e4bc40ca09[f]", ""])

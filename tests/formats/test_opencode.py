@@ -191,3 +191,34 @@ def test_an_unreadable_database_is_a_precise_error(tmp_path: Path) -> None:
     shutil.copyfile(SYNTHETIC, tmp_path / "opencode.db")
     with pytest.raises(SessionNotFoundError):
         OpenCodeSession.open(db_session_path(tmp_path, "ses_nope"))
+
+
+def test_the_listings_count_is_the_trees_messages_and_follows_the_database(tmp_path: Path) -> None:
+    """A session's ``_messages`` (its list row's ``messageCount``) is the ``message`` entries of
+    its tree: its settled messages and their tool parts (docs/concepts.md, "Messages"). The real
+    session's last assistant message never completed: neither it nor its tool part is in the
+    tree, nor in the count — until it completes (a cached count is not reused once the messages
+    changed)."""
+    db = tmp_path / "opencode.db"
+    shutil.copyfile(FIXTURES / "real-v1.16" / "opencode.db", db)
+    sid = "ses_04ca851f7ffevKrKMHW3RsPK1U"
+    database = OpenCodeDatabase(db)
+
+    def listed() -> int:
+        return int(next(r for r in database.session_rows() if r["id"] == sid)["_messages"])
+
+    def tree_messages() -> int:
+        entries = convert(database.load(sid)).entries
+        return sum(1 for e in entries if e["type"] == "message")
+
+    assert listed() == tree_messages() == 54
+    with sqlite3.connect(db) as conn:
+        mid, data = conn.execute(
+            "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT 1",
+            (sid,),
+        ).fetchone()
+        info = json.loads(data)
+        info["time"]["completed"] = info["time"]["created"] + 1
+        update = "UPDATE message SET data = ?, time_updated = time_updated + 1 WHERE id = ?"
+        conn.execute(update, (json.dumps(info), mid))
+    assert listed() == tree_messages() == 56

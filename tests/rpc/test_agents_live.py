@@ -347,7 +347,7 @@ async def test_codex_and_opencode_roots_are_listed_filtered_and_linked(tmp_path:
         assert by_id["ses_0a0000002ffeSyntheticChild0"]["parentSession"] == parent["path"]
         # The JSON store's copy of the real session is listed once, from its file.
         real = by_id["ses_04ca851f7ffevKrKMHW3RsPK1U"]
-        assert real["path"].endswith(".json") and real["messageCount"] == 35
+        assert real["path"].endswith(".json") and real["messageCount"] == 54  # 35 messages, 19 tool parts
         # Every one loads, with a tree, a context and usage.
         for s in codex + opencode:
             loaded = await client.request("session/load", {"sessionId": s["sessionId"]})

@@ -16,8 +16,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiond.search.engine import SearchEngine, SourceFile
-from sessiond.search.index import Filters
+from sessiond.search.engine import SearchEngine, SourceFile, stat_signature
+from sessiond.search.index import Filters, Signature
 from sessiond.search.pi_file import read_pi_v3
 from sessiond.search.query import words_match
 from sessiond.store.session import Session
@@ -39,7 +39,10 @@ class DirSource:
     def classify(self, path: str) -> SourceFile | None:
         return SourceFile(path, "pi", "pi") if path.endswith(".jsonl") else None
 
-    def open(self, file: SourceFile) -> Any:
+    def signature(self, path: str) -> Signature | None:
+        return stat_signature(path)
+
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         """As the daemon's source opens Pi files: the v3 fast path, else the store's reader."""
         fast = read_pi_v3(Path(file.path))
         return fast if fast is not None else Session.open(Path(file.path), read_only="test")

@@ -115,6 +115,24 @@ def test_an_append_is_read_from_where_the_file_was_left_and_a_streamed_response_
     index.close()
 
 
+def test_a_response_whose_last_piece_gives_no_record_counts_its_earlier_piece(tmp_path: Path) -> None:
+    """Earlier pieces of a streamed response are not parsed when a later line names the same
+    id (the first build's shortcut); a last piece that turns out damaged or without a time
+    must not lose the response."""
+    index, path = claude_index(tmp_path)
+    before = session_totals(index)["outputTokens"]
+    without_time = orjson.loads(claude_line("msg_p", 700))
+    del without_time["timestamp"]
+    damaged = claude_line("msg_q", 800)[:-30] + b"\n"
+    with open(path, "ab") as f:
+        f.write(claude_line("msg_p", 5) + claude_line("msg_p", 9) + orjson.dumps(without_time) + b"\n")
+        f.write(claude_line("msg_q", 20) + damaged)
+        f.write(claude_line("msg_r", 1) + claude_line("msg_r", 2) + claude_line("msg_r", 3))
+    index.update_path(path)
+    assert session_totals(index)["outputTokens"] == before + 9 + 20 + 3
+    index.close()
+
+
 def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index, path = claude_index(tmp_path)
     totals = session_totals(index)
@@ -396,6 +414,8 @@ def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
     monkeypatch.setattr(index_module, "PARALLEL_FROM", 1)
     index, path = claude_index(tmp_path)  # the first build, in bulk
     assert index.db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0] == 3
+    indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'records_%' ORDER BY name"
+    assert [r[0] for r in index.db.execute(indexes)] == sorted(index_module.INDEXES)  # made at the end
     fast = run(index, Query("daily", timezone="UTC", breakdown=True))["rows"]
     slow = run(index, Query("daily", timezone="UTC", breakdown=True, since="2000-01-01T00:00:00.001Z"))[
         "rows"
@@ -404,11 +424,14 @@ def test_the_first_build_sums_at_the_end_and_a_killed_one_is_finished_on_open(
     # a build killed midway: triggers gone, sums incomplete, the mark left behind
     for trigger in index_module.TRIGGERS:
         index.db.execute(f"DROP TRIGGER {trigger}")
+    for name in index_module.INDEXES:
+        index.db.execute(f"DROP INDEX {name}")
     index.db.execute("DELETE FROM buckets")
     index.db.execute("INSERT INTO meta VALUES('buckets', 'stale')")
     index.close()
     again, _ = claude_index(tmp_path)
     assert run(again, Query("daily", timezone="UTC", breakdown=True))["rows"] == fast
+    assert [r[0] for r in again.db.execute(indexes)] == sorted(index_module.INDEXES)
     with open(path, "ab") as f:
         f.write(claude_line("msg_after_reopen", 5))
     again.update_path(path)

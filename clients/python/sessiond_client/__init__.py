@@ -16,35 +16,100 @@
   response matching, notifications, server requests, cancellation) — raw JSON.
 """
 
-from . import errors
-from .client import Client, ConnectionClosedError, RpcError
-from .discovery import default_store, socket_path, token_path
-from .errors import (
-    CompactionRunning,
-    ConnectionClosed,
-    DaemonUnavailable,
-    EntryNotFound,
-    InvalidParams,
-    LeafMismatch,
-    NotFound,
-    Overloaded,
-    ReadOnly,
-    RequestCancelled,
-    SessiondError,
-    SessionNotFound,
-)
-from .sync import SessiondSyncClient, connect_sync
-from .typed import (
-    RECONNECTED,
-    UNSET,
-    ModelStream,
-    Notification,
-    NotificationStream,
-    SessiondClient,
-    Subscription,
-    UpdateStream,
-    connect,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import errors
+    from .client import Client, ConnectionClosedError, RpcError
+    from .discovery import default_store, socket_path, token_path
+    from .errors import (
+        CompactionRunning,
+        ConnectionClosed,
+        DaemonUnavailable,
+        EntryNotFound,
+        InvalidParams,
+        LeafMismatch,
+        NotFound,
+        Overloaded,
+        ReadOnly,
+        RequestCancelled,
+        SessiondError,
+        SessionNotFound,
+    )
+    from .sync import SessiondSyncClient, connect_sync
+    from .typed import (
+        RECONNECTED,
+        UNSET,
+        ModelStream,
+        Notification,
+        NotificationStream,
+        SessiondClient,
+        Subscription,
+        UpdateStream,
+        connect,
+    )
+
+# The names load on first use (PEP 562): `from sessiond_client.client import Client` (the
+# transport core, all the `sessiond` command line needs) must not build the typed facade and
+# every pydantic model of the protocol first (~0.1 s; issue 30).
+_WHERE = {
+    "errors": "",
+    **dict.fromkeys(("Client", "ConnectionClosedError", "RpcError"), "client"),
+    **dict.fromkeys(("default_store", "socket_path", "token_path"), "discovery"),
+    **dict.fromkeys(
+        (
+            "CompactionRunning",
+            "ConnectionClosed",
+            "DaemonUnavailable",
+            "EntryNotFound",
+            "InvalidParams",
+            "LeafMismatch",
+            "NotFound",
+            "Overloaded",
+            "ReadOnly",
+            "RequestCancelled",
+            "SessiondError",
+            "SessionNotFound",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(("SessiondSyncClient", "connect_sync"), "sync"),
+    **dict.fromkeys(
+        (
+            "RECONNECTED",
+            "UNSET",
+            "ModelStream",
+            "Notification",
+            "NotificationStream",
+            "SessiondClient",
+            "Subscription",
+            "UpdateStream",
+            "connect",
+        ),
+        "typed",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = (
+        importlib.import_module(f"{__name__}.{name}")
+        if module == ""
+        else getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    )
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "RECONNECTED",

@@ -9,7 +9,6 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import anyio
 import orjson
 
 
@@ -149,6 +148,10 @@ class Client:
             if not future.done():
                 # Shielded: an anyio cancel scope re-cancels every await inside it, and the
                 # daemon must hear of the cancellation or it keeps working (and may write).
+                # anyio is imported here, not at the top: `sessiond ls` never cancels, and
+                # does not pay for it (issue 30).
+                import anyio  # noqa: PLC0415
+
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                     await self.notify("$/cancelRequest", {"id": rid})
             raise

@@ -461,6 +461,8 @@ class SessiondClient(Methods):
         self._streams: weakref.WeakSet[_Stream[Any]] = weakref.WeakSet()
         self._subscribed: dict[str, None] = {}
         self._list_subscribed = False
+        self._stats_subscription: dict[str, Any] | None = None
+        """The last ``stats/subscribe`` params (``None``: not subscribed), made again on reconnect."""
         self._reconnect_callbacks: list[Callable[[], Any]] = []
         self.initialize_result: M.InitializeResult | None = None
         """What the daemon answered to ``initialize`` (on the current connection)."""
@@ -634,6 +636,12 @@ class SessiondClient(Methods):
                     self._subscribed.pop(sid, None)
             if self._list_subscribed:
                 await self._send(client, "session/list", {"subscribe": True, "limit": 1})
+            if self._stats_subscription is not None:
+                try:
+                    await self._send(client, "stats/subscribe", self._stats_subscription)
+                except SessionNotFound:
+                    log.warning("the stats subscription's session is gone: no longer subscribed")
+                    self._stats_subscription = None
         except BaseException:
             with contextlib.suppress(Exception):
                 await client.close()
@@ -903,6 +911,10 @@ class SessiondClient(Methods):
             self._subscribed.pop(params["sessionId"], None)
         elif method == "session/list" and params.get("subscribe"):
             self._list_subscribed = True
+        elif method == "stats/subscribe":
+            self._stats_subscription = dict(params)
+        elif method == "stats/unsubscribe":
+            self._stats_subscription = None
 
     async def request(self, method: str, params: Any = None) -> Any:
         """Send any request as raw JSON (no checks, no parsing); errors are still mapped."""

@@ -38,6 +38,7 @@ import {
   type SessionUpdate,
   type SessionUpdateName,
   type StatsMethods,
+  type StatsUpdateResult,
   type SummarizeParams,
   type SummarizeResult,
   type TreeMethods,
@@ -106,6 +107,13 @@ export interface ReconnectResult {
   resubscribed: string[];
   /** Sessions that could not be (deleted meanwhile...): dropped from the subscriptions. */
   failed: { sessionId: string; error: SessiondError }[];
+  /**
+   * The numbers now, when the client had called `stats/subscribe` (subscribed again with the
+   * same params, so `stats_update` keeps coming); undefined otherwise.
+   */
+  stats?: StatsUpdateResult;
+  /** Why `stats/subscribe` could not be made again (its session deleted meanwhile...): dropped. */
+  statsError?: SessiondError;
   attempts: number;
 }
 
@@ -183,6 +191,8 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
   private progressCounter = 0;
   private readonly subscriptions = new Set<string>();
   private listSubscribed = false;
+  /** The last `stats/subscribe` params (undefined: not subscribed), for `reconnect()`. */
+  private statsSubscription: Record<string, unknown> | undefined;
   private readonly notificationHandlers = new Map<string, Set<Handler>>();
   private readonly requestHandlers = new Map<string, RequestHandler>();
   private readonly progressCallbacks = new Map<string | number, (value: ProgressValue) => void>();
@@ -383,6 +393,14 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
       if (this.listSubscribed) {
         await this.send("session/list", { subscribe: true, limit: 1 }, undefined, true).catch(() => {});
       }
+      if (this.statsSubscription !== undefined) {
+        try {
+          result.stats = await this.send("stats/subscribe", this.statsSubscription, undefined, true);
+        } catch (err) {
+          this.statsSubscription = undefined;
+          result.statsError = SessiondError.from(err, "stats/subscribe");
+        }
+      }
     }
     for (const handler of this.reconnectHandlers) this.safely(() => handler(result));
     return result;
@@ -515,8 +533,16 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
     };
   }
 
-  /** Keeps the set of subscribed sessions for `reconnect()`. */
+  /** Keeps the set of subscribed sessions (and the stats subscription) for `reconnect()`. */
   private track(method: string, params: Record<string, unknown>, result: unknown): void {
+    if (method === "stats/subscribe") {
+      this.statsSubscription = { ...params };
+      return;
+    }
+    if (method === "stats/unsubscribe") {
+      this.statsSubscription = undefined;
+      return;
+    }
     if (SUBSCRIBING.has(method) && (method === "session/subscribe" || params["subscribe"] === true)) {
       const sessionId = method === "session/new" ? record(result)["sessionId"] : params["sessionId"];
       if (typeof sessionId === "string") this.subscriptions.add(sessionId);

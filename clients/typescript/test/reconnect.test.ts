@@ -33,6 +33,7 @@ test(
     });
     await b.session.subscribe({ sessionId });
     assert.ok(b.subscribedSessions.has(sessionId));
+    await b.stats.subscribe({ sessionId, timezone: "UTC" });
 
     writeFileSync(READY!, `${sessionId}\n`); // pytest now kills and restarts the daemon
 
@@ -54,6 +55,10 @@ test(
     const auto = await reconnectedB;
     assert.deepEqual(auto.resubscribed, [sessionId]);
     assert.ok(b.connected);
+    // B's stats subscription was made again: the numbers now, then stats_update as usage arrives
+    assert.ok(auto.stats !== undefined, "B subscribed to stats again");
+    assert.equal(auto.statsError, undefined);
+    assert.equal(result.stats, undefined, "A never subscribed to stats");
 
     // the session survived the restart, and both subscriptions work again
     const loaded = await a.session.load({ sessionId });
@@ -61,9 +66,21 @@ test(
     assert.equal(loaded.entryCount, 2);
     const seenByA = a.nextUpdate("entries_appended", { sessionId });
     const seenByB = b.nextUpdate("entries_appended", { sessionId });
-    const next = await b.session.append({ sessionId, entries: [{ type: "message", message: user("after") }] });
+    const statsByB = b.nextUpdate("stats_update", {
+      sessionId,
+      where: (update) => update.session?.totalTokens === 1500,
+      timeoutMs: 60_000, // "it happened at all", on a loaded machine
+    });
+    const next = await b.session.append({
+      sessionId,
+      entries: [
+        { type: "message", message: user("after") },
+        { type: "message", message: assistant("priced", { total: 500 }) },
+      ],
+    });
     assert.deepEqual((await seenByA).entryIds, next.entryIds);
     assert.deepEqual((await seenByB).entryIds, next.entryIds);
+    assert.equal(typeof (await statsByB).today["totalTokens"], "number");
     assert.deepEqual((await a.tree.branch({ sessionId })).entryIds, [...before.entryIds, ...next.entryIds]);
 
     await a.close();

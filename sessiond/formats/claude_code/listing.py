@@ -11,10 +11,11 @@ from .records import ASSISTANT, USER, ClaudeTranscript, is_tool_result_user, pro
 
 
 def listing_fields(t: ClaudeTranscript) -> dict[str, Any]:
-    """What a session list shows for a transcript (main-session entries only).
+    """What a session list shows for a transcript.
 
-    ``created_ms``/``modified_ms``: earliest/latest valid timestamp of a user or assistant entry
-    (``None`` when there is none); ``message_count``: user and assistant entries of every branch;
+    ``created_ms``/``modified_ms``: earliest/latest valid timestamp of a main-session user or assistant entry
+    (``None`` when there is none); ``message_count``: user and assistant entries of every branch,
+    the tree's ``message`` entries (inline sidechains too; docs/concepts.md, "Messages");
     ``first_message``: the text of the first prompt a human typed (meta, tool-result, compact
     summary and local-command entries skipped), or ``None``.
     """
@@ -26,9 +27,11 @@ def listing_fields(t: ClaudeTranscript) -> dict[str, Any]:
     for u in g.order:
         e = t.chain[u]
         etype = e.get("type")
-        if etype not in (USER, ASSISTANT) or e.get("isSidechain") is True:
+        if etype not in (USER, ASSISTANT):
             continue
-        count += 1
+        count += 1  # a message entry of the tree, inline sidechains (Claude Code 1.x) included
+        if e.get("isSidechain") is True:
+            continue
         ts = g.ts[u]
         if ts == ts:
             created = min(created, ts)

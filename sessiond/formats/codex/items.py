@@ -157,6 +157,17 @@ def is_model_item(item: Item) -> bool:
     return t in MODEL_ITEM_TYPES
 
 
+def is_message_item(item: Item) -> bool:
+    """Read as a ``message`` entry of the tree (what a session's ``messageCount`` counts): a
+    user or assistant message, each item the model produced (reasoning, a tool call) and each
+    tool output. A developer/system message, a compaction and Codex's own records are entries
+    of other types (docs/sessions.md, "Messages and entries")."""
+    t = item_type(item)
+    if t == "message":
+        return role(item) in ("user", "assistant")
+    return t in MODEL_ITEM_TYPES or t in OUTPUT_ITEM_TYPES
+
+
 def user_text(item: Item) -> str:
     return "\n".join(t for t in texts(item.get("content")) if t)
 
@@ -310,6 +321,7 @@ __all__ = [
     "is_contextual_developer",
     "is_contextual_text",
     "is_contextual_user",
+    "is_message_item",
     "is_model_item",
     "is_user_turn",
     "item_type",

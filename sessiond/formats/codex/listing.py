@@ -17,7 +17,7 @@ import orjson
 from ...model.js import date_ms
 from ...model.titles import prompt_title
 from . import items as I
-from .records import EVENT_MSG, RESPONSE_ITEM, Rollout
+from .records import EVENT_MSG, RESPONSE_ITEM, Record, Rollout
 
 
 def parse_session_index(data: bytes) -> dict[str, str]:
@@ -90,27 +90,27 @@ def origin(rollout: Rollout) -> dict[str, Any]:
     return out
 
 
+def message_count(records: list[Record]) -> int:
+    """The records read as ``message`` entries (``items.is_message_item``): a session's count."""
+    return sum(1 for r in records if r.type == RESPONSE_ITEM and I.is_message_item(r.payload))
+
+
 def listing_fields(rollout: Rollout) -> dict[str, Any]:
     """``created_ms``, ``modified_ms``, ``message_count``, ``first_message`` of a rollout."""
     meta = rollout.meta or {}
     created = _ms(meta.get("timestamp"))
     modified = None
-    count = 0
     for record in rollout.records:
         ms = _ms(record.timestamp)
         if ms is not None:
             created = ms if created is None else min(created, ms)
             modified = ms if modified is None else max(modified, ms)
-        if record.type == RESPONSE_ITEM and I.item_type(record.payload) == "message":
-            role = I.role(record.payload)
-            if role == "assistant" or (role == "user" and I.is_user_turn(record.payload)):
-                count += 1
     return {
         "created_ms": created,
         "modified_ms": modified,
-        "message_count": count,
+        "message_count": message_count(rollout.records),
         "first_message": first_prompt(rollout),
     }
 
 
-__all__ = ["first_prompt", "listing_fields", "origin", "parse_session_index"]
+__all__ = ["first_prompt", "listing_fields", "message_count", "origin", "parse_session_index"]

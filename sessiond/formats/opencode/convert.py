@@ -259,16 +259,21 @@ def _tool_parts(message: OpenCodeMessage) -> list[Info]:
 # --------------------------------------------------------------------------- the tree
 
 
+def finished(info: Info) -> bool:
+    """A message that will not change even when it is the session's last: an assistant message
+    completed or failed (a user message's parts are written one by one: it is done once the
+    reply has started)."""
+    if info.get("role") != "assistant":
+        return False
+    return bool(_time(info, "completed")) or type(info.get("error")) is dict
+
+
 def settled(messages: list[OpenCodeMessage]) -> list[OpenCodeMessage]:
     """The leading messages that will not change any more (see the module docstring)."""
     out: list[OpenCodeMessage] = []
     for i, message in enumerate(messages):
         later = i + 1 < len(messages)
-        if message.role == "assistant":
-            done = bool(_time(message.info, "completed")) or type(message.info.get("error")) is dict
-        else:
-            done = False  # its parts are written one by one: done once the reply has started
-        if not (done or later):
+        if not (finished(message.info) or later):
             break
         out.append(message)
     return out
@@ -456,6 +461,7 @@ __all__ = [
     "convert",
     "entries_for",
     "filter_compacted",
+    "finished",
     "iso",
     "pi_usage",
     "settled",

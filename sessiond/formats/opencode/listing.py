@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .convert import entries_for, settled
 from .model import OpenCodeSession
 
 
@@ -34,7 +35,7 @@ def listing_fields(session: OpenCodeSession) -> dict[str, Any]:
     return {
         "created_ms": created if created is not None else (min(stamps) if stamps else None),
         "modified_ms": updated if updated is not None else (max(stamps) if stamps else None),
-        "message_count": sum(1 for m in session.messages if m.role in ("user", "assistant")),
+        "message_count": len(entries_for(settled(session.messages))),  # the tree's messages
         "first_message": first_prompt(session),
     }
 

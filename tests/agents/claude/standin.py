@@ -21,8 +21,10 @@ import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.sse import LoopbackServer, send_event_stream, sse_event
 
 MODEL = "claude-sonnet-4-5-20250929"
 """The model name the stand-in reports; tests pass it as ``--model`` so every request names it."""
@@ -186,10 +188,6 @@ def side_answer(body: dict[str, Any]) -> str:
     return "ok"
 
 
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
 def _chunks(s: str, n: int) -> Iterator[str]:
     for i in range(0, len(s), n):
         yield s[i : i + n]
@@ -215,8 +213,8 @@ def stream_events(reply: Reply, model: str) -> Iterator[bytes]:
         "stop_sequence": None,
         "usage": usage,
     }
-    yield _sse("message_start", {"type": "message_start", "message": message})
-    yield _sse("ping", {"type": "ping"})
+    yield sse_event("message_start", {"type": "message_start", "message": message})
+    yield sse_event("ping", {"type": "ping"})
     for index, block in enumerate(reply.blocks):
         if isinstance(block, Text):
             start: dict[str, Any] = {"type": "text", "text": ""}
@@ -232,14 +230,15 @@ def stream_events(reply: Reply, model: str) -> Iterator[bytes]:
             start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
             raw = json.dumps(block.input)
             deltas = [{"type": "input_json_delta", "partial_json": c} for c in _chunks(raw, 48)]
-        yield _sse(
+        yield sse_event(
             "content_block_start",
             {"type": "content_block_start", "index": index, "content_block": start},
         )
         for delta in deltas:
-            yield _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-        yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
-    yield _sse(
+            delta_event = {"type": "content_block_delta", "index": index, "delta": delta}
+            yield sse_event("content_block_delta", delta_event)
+        yield sse_event("content_block_stop", {"type": "content_block_stop", "index": index})
+    yield sse_event(
         "message_delta",
         {
             "type": "message_delta",
@@ -247,7 +246,7 @@ def stream_events(reply: Reply, model: str) -> Iterator[bytes]:
             "usage": {**usage, "output_tokens": reply.output_tokens},
         },
     )
-    yield _sse("message_stop", {"type": "message_stop"})
+    yield sse_event("message_stop", {"type": "message_stop"})
 
 
 def message_json(reply: Reply, model: str) -> dict[str, Any]:
@@ -297,23 +296,18 @@ class StandIn:
         self.errors: list[str] = []
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server = LoopbackServer(self._handler_class())
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.origin
 
     def __enter__(self) -> StandIn:
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._server.stop()
 
     def script(self, *replies: Scripted) -> None:
         """Queue replies, answered in order to the next main (or compact) requests."""
@@ -431,15 +425,6 @@ class StandIn:
                 if not body.get("stream"):
                     self._send_json(200, message_json(reply, model))
                     return
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("request-id", _next_id("req"))
-                self.send_header("connection", "close")
-                self.end_headers()
-                for chunk in stream_events(reply, model):
-                    self.wfile.write(chunk)
-                self.wfile.flush()
-                self.close_connection = True
+                send_event_stream(self, stream_events(reply, model), {"request-id": _next_id("req")})
 
         return Handler

@@ -21,11 +21,16 @@ import itertools
 import json
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.agents.sse import LoopbackServer, send_event_stream, sse_event
+
 Item = dict[str, Any]
+HOLD_LIMIT = 300.0
+"""The longest a held response stays open (an upper bound, for a test that never releases it)."""
 
 
 @dataclass
@@ -55,6 +60,9 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     cut: bool = False
     """Close the stream after the items, before ``response.completed`` (a dropped connection)."""
+    hold: threading.Event | None = None
+    """Stream the items, then keep the response open until the test sets this event (a turn
+    still in progress: to cancel it, or to overlap it with another); at most :data:`HOLD_LIMIT`."""
 
 
 def message(text: str) -> Item:
@@ -107,27 +115,22 @@ class StandIn:
         self.unscripted = 0
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server = LoopbackServer(_handler(self))
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self._server.origin}/v1"
 
     def push(self, *replies: Reply) -> None:
         with self._lock:
             self.replies.extend(replies)
 
     def __enter__(self) -> StandIn:
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        self._server.stop()
 
     # ------------------------------------------------------------------ serving
 
@@ -284,15 +287,17 @@ def _handler(api: StandIn) -> type[BaseHTTPRequestHandler]:
             body = json.loads(raw)
             reply = api._next(body)
             model = body.get("model", "")
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for name, data in api.events(reply, model if isinstance(model, str) else ""):
-                chunk = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(chunk)
-                self.wfile.flush()
-            self.close_connection = True
+            events = api.events(reply, model if isinstance(model, str) else "")
+
+            def stream() -> Iterator[bytes]:
+                for name, data in events:
+                    if name == "response.completed" and reply.hold is not None:
+                        reply.hold.wait(HOLD_LIMIT)  # a turn in progress until the test releases it
+                    yield sse_event(name, data)
+
+            try:
+                send_event_stream(self, stream())
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up on the response (a cancelled turn)
 
     return Handler

@@ -7,20 +7,29 @@ import asyncio
 import contextlib
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sessiond_client import RECONNECTED, ConnectionClosed, DaemonUnavailable, SessiondClient, socket_path
 from sessiond_client.errors import InvalidRequest
-from sessiond_protocol.notifications import EntriesAppended, ResyncRequired, SessionUpdate
-from tests.builders import user
+from sessiond_protocol.notifications import EntriesAppended, ResyncRequired, SessionUpdate, StatsUpdate
+from tests.builders import assistant, usage, user
 from tests.clients.python.conftest import daemon_env, session_with_turns, stop_cleanly
 from tests.clients.python.test_summarizer import Hanging
 from tests.harness.calls import msg
 from tests.harness.daemon import start_daemon
 
 pytestmark = pytest.mark.anyio
+
+
+def has_session_tokens(total: int) -> Callable[[SessionUpdate], bool]:
+    def check(event: SessionUpdate) -> bool:
+        update = event.update
+        return isinstance(update, StatsUpdate) and getattr(update.session, "totalTokens", None) == total
+
+    return check
 
 
 def is_reconnect(event: SessionUpdate) -> bool:
@@ -152,14 +161,20 @@ async def test_reconnect_starts_the_daemon_again_when_allowed(tmp_path: Path) ->
     try:
         sid = (await c.session_new(cwd="/work/proj", subscribe=True)).sessionId
         await c.append(sid, [msg(user("before"))])
+        await c.stats_subscribe(session_id=sid, timezone="UTC")
         async with c.updates(sid) as updates:
             first.kill()
             first.wait()
             await updates.wait_for(is_reconnect, timeout=30)
             assert c.daemon_process is not None and c.daemon_process is not first
-            await c.append(sid, [msg(user("after"))])
+            reply = assistant("priced", model="claude-sonnet-4-5") | {"usage": usage(700, inp=200, out=500)}
+            await c.append(sid, [msg(user("after")), msg(reply)])
             assert isinstance((await updates.wait_for(EntriesAppended, timeout=10)).update, EntriesAppended)
-            assert (await c.session_load(sid)).entryCount == 2
+            assert (await c.session_load(sid)).entryCount == 3
+            # the stats subscription was made again: the response's usage arrives as stats_update
+            # (a generous bound: "it happened at all" on a loaded machine)
+            stats = await updates.wait_for(has_session_tokens(700), timeout=60)
+            assert isinstance(stats.update, StatsUpdate) and stats.sessionId == sid
     finally:
         await c.close()
         with contextlib.suppress(Exception):

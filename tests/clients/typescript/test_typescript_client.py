@@ -145,7 +145,7 @@ def test_reconnect_after_the_daemon_restarts(tmp_path: Path, kill: signal.Signal
         [path] = (d.store / "sessions").rglob(f"*_{session_id}.jsonl")
         lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         texts = [e["message"]["content"][0]["text"] for e in lines[1:] if e.get("type") == "message"]
-        assert texts == ["before the restart", "noted", "after"]
+        assert texts == ["before the restart", "noted", "after", "priced"]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,0 +1,57 @@
+"""A Codex rollout read for indexing alone: the thread the daemon serves, without its session.
+
+:class:`~sessiond.store.codex.CodexSession` replays the rollout into the conversation the daemon
+serves (entries in Pi's shape, forks' inherited history first) and then files every entry in a
+session index with previews and a tree: an eighth of a first build's time, none of it needed to
+index text. This replays the same records the same way and keeps only the entries. It cannot
+follow the file (no ``ingest``): the engine opens a ``CodexSession`` for a file it keeps
+following (``SessionSource.open(file, follow=True)``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..formats.codex import Thread, parse_rollout
+from ..store.bounded import BoundedLines, describe_plain
+from ..store.codex import _id_from_name, load_history_base, read_title, replay
+from ..store.regular import open_regular
+
+
+class CodexFile:
+    """What the engine reads of a rollout (``OpenedSession`` without ``ingest``)."""
+
+    def __init__(self, session_id: str, cwd: str, name: str | None, entries: list[Any], leaf: Any) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.name = name
+        self._entries = entries
+        self.leaf_id = leaf
+
+    def entries(self) -> list[Any]:
+        return self._entries
+
+    def close(self) -> None:
+        self._entries = []
+
+
+def read_codex(path: Path) -> CodexFile:
+    """The rollout's entries as ``CodexSession`` would serve them (its errors are its reader's)."""
+    with open_regular(path) as f:
+        st = os.fstat(f.fileno())
+        data = b"".join(BoundedLines(f.fileno(), 0, st.st_size, describe_plain))
+    rollout = parse_rollout(data, str(path))
+    thread = Thread()
+    base, _ = load_history_base(path, rollout.meta)
+    entries = replay(thread, rollout.records, base)
+    ids = {e.get("id") for e in entries if type(e) is dict}
+    leaf = thread.leaf_id if thread.leaf_id in ids else (entries[-1].get("id") if entries else None)
+    return CodexFile(
+        rollout.session_id or _id_from_name(path),
+        rollout.cwd or "",
+        read_title(path, rollout.session_id),
+        entries,
+        leaf,
+    )

@@ -50,9 +50,10 @@ SHARED_GROUPS: dict[str, str] = {
     # two builds at once would pack each other's half-written file.
     "tests/web/test_vscode.py": "vscode-build",
     "tests/web/test_code_server.py": "vscode-build",
-    # Both drive Chromium and save screenshots into tests/web/screenshots/ (failure.png both).
+    # They drive Chromium and save screenshots into tests/web/screenshots/ (failure.png two).
     "tests/web/test_viewer_e2e.py": "web-screenshots",
     "tests/web/test_reader_e2e.py": "web-screenshots",
+    "tests/usage/test_dashboard_live.py": "web-screenshots",
 }
 """Files whose tests write one shared place in the checkout: one unit of work for pytest-xdist
 (one worker runs them one after the other). Every other file is a unit of its own."""

@@ -61,6 +61,7 @@ SHARED_GROUPS: dict[str, str] = {
 HEAVY_FIRST = (
     "tests/agents/",
     "tests/acp/test_codex_acp.py",
+    "tests/acp/test_claude_code_acp.py",
     "tests/test_benchmarks_report.py",
     "tests/web/test_code_server.py",
     "tests/web/test_vscode.py",

@@ -474,6 +474,11 @@ export class SessiondClient implements MethodGroups<RequestOptions> {
         method,
       );
     }
+    if (options?.signal?.aborted || options?.token?.isCancellationRequested) {
+      // Not sent at all: vscode-jsonrpc sends the request, then its $/cancelRequest once written,
+      // and a daemon that answered first gave a result to a caller who had already cancelled.
+      throw new SessiondError(ErrorCodes.REQUEST_CANCELLED, `${method} was cancelled before it was sent`, undefined, method);
+    }
     let body: Record<string, unknown> = { ...record(params) };
     let progressToken: string | number | undefined;
     if (options?.onProgress !== undefined) {

@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import (
+    acp,
     agents,
     compaction,
     filehistory,
@@ -36,7 +37,9 @@ from benchmarks import (
     jetstream,
     journal,
     listing,
+    mcp,
     rpc,
+    search,
     service,
     stats,
     ui,
@@ -67,11 +70,15 @@ MODULES: tuple[ModuleType, ...] = (
     filehistory,
     agents,
     jetstream,
+    search,
+    stats,
+    mcp,
+    acp,
     ui,
 )
 """Every benchmark, in report order. Each exports ``BENCH``, ``run()`` (run here in its own
 process) and ``extract()`` (read here); see :mod:`benchmarks.harness`."""
-READY: tuple[ModuleType, ...] = (stats,)
+READY: tuple[ModuleType, ...] = ()
 """Benchmarks ready for the report but not in it yet: ``--only`` runs them (and the report then
 shows them), a run without ``--only`` does not. The lead moves one into ``MODULES`` when
 regenerating docs/benchmarks.md with a full run (whose sections tests/test_benchmarks_report.py

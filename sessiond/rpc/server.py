@@ -77,6 +77,24 @@ class SocketInUseError(SessiondError):
         )
 
 
+class SocketPathTooLongError(SessiondError):
+    """The socket path does not fit a Unix socket address (``sun_path``: 108 bytes with its
+    final NUL on Linux, 104 on the BSDs and macOS). ``bind`` would fail with a bare OSError;
+    this names the path, its length and what to do instead."""
+
+    error_code = ErrorCode.INVALID_PARAMS
+    LIMIT = 107 if sys.platform.startswith("linux") else 103
+
+    def __init__(self, path: Path, length: int) -> None:
+        super().__init__(
+            f"the socket path {path} is {length} bytes; a Unix socket path holds at most "
+            f"{self.LIMIT}: choose a shorter --socket (or a shorter SESSIOND_HOME)",
+            socket=str(path),
+            length=length,
+            limit=self.LIMIT,
+        )
+
+
 def _socket_answers(path: Path) -> bool:
     """Whether something accepts connections on the Unix socket ``path`` (a refused or missing
     one is stale: its daemon is gone)."""
@@ -435,6 +453,9 @@ class Daemon:
     # ------------------------------------------------------------------ listening
 
     async def listen_unix(self, path: Path) -> None:
+        length = len(os.fsencode(path))
+        if length > SocketPathTooLongError.LIMIT:
+            raise SocketPathTooLongError(path, length)
         directory = path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(directory, 0o700)

@@ -311,6 +311,25 @@ async def test_a_daemon_of_another_store_does_not_take_over_a_live_socket(
     await client.close()
 
 
+def test_a_socket_path_too_long_for_unix_sockets_is_bad_input(tmp_path: Path) -> None:
+    """Linux's ``sun_path`` holds 107 bytes: a longer ``--socket`` (a deep test or home
+    directory) failed in ``bind`` as "internal error: OSError: AF_UNIX path too long", exit 1.
+    It is bad input: exit 2, the path, its length and the limit."""
+    store = tmp_path / "store"
+    sock = tmp_path / ("d" * 120) / "sessiond.sock"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessiond", "serve", "--store", str(store), "--socket", str(sock)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"the socket path {sock} is {len(os.fsencode(sock))} bytes" in proc.stderr
+    assert "at most 107" in proc.stderr and "internal error" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 async def test_socket_permissions(daemon: Daemon) -> None:
     assert oct(daemon.socket.stat().st_mode & 0o777) == "0o600"
     assert oct(daemon.socket.parent.stat().st_mode & 0o777) == "0o700"

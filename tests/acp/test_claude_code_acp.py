@@ -17,7 +17,6 @@ files the prompts changed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,9 @@ import pytest
 from tests.acp.sdk import CLAUDE_CODE_ACP, chunks, node_or_skip, run_editor
 from tests.agents.claude.agent import NOBODY, ClaudeHome, claude_binary, why_not_runnable
 from tests.agents.claude.standin import StandIn, ToolUse, call, say
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 def _agent(node: str, env: dict[str, str]) -> list[str]:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +33,9 @@ from tests.acp.sdk import (
     start_editor,
 )
 from tests.agents.codex.standin import Reply, StandIn, Usage, function_call, message, reasoning
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 def _codex_home(tmp: Path, api: StandIn) -> dict[str, str]:

@@ -3,25 +3,15 @@ is merged into few ``session/append`` calls, in order, and nothing is lost."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sessiond.acp.link import DaemonLink
 from sessiond.acp.recorder import MERGE_ENTRIES, Recorder
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 async def test_updates_reported_back_to_back_are_merged_into_few_appends_in_order(

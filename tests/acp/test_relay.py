@@ -8,26 +8,16 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon
 
 from .editor import Editor
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        d.stop()
 
 
 def _env(daemon: Daemon, tmp: Path, work: Path) -> dict[str, str]:

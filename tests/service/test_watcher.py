@@ -488,13 +488,9 @@ def _fake_watchfiles(monkeypatch: pytest.MonkeyPatch, notify_class: Any) -> None
     monkeypatch.setitem(sys.modules, "watchfiles.main", main)
 
 
-async def test_falls_back_to_polling_when_kernel_watches_fail(
-    monkeypatch: pytest.MonkeyPatch, session_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    def refuse(*args: Any) -> None:
-        raise OSError(28, "inotify watch limit reached")
-
-    _fake_watchfiles(monkeypatch, refuse)
+async def _polls_after_refusal(session_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With kernel watches refused: the watcher says once that it polls, and a growing file
+    is still reported."""
     s = session_dir / "s.jsonl"
     s.write_bytes(b"{}\n")
     rec = Recorder()
@@ -509,6 +505,16 @@ async def test_falls_back_to_polling_when_kernel_watches_fail(
             await grows_alone(rec, s)
             w.stop()
     assert caplog.text.count("polling instead") == 1
+
+
+async def test_falls_back_to_polling_when_kernel_watches_fail(
+    monkeypatch: pytest.MonkeyPatch, session_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(*args: Any) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    _fake_watchfiles(monkeypatch, refuse)
+    await _polls_after_refusal(session_dir, caplog)
 
 
 async def test_falls_back_to_polling_after_repeated_watch_errors(
@@ -757,17 +763,4 @@ async def test_the_watch_limit_falls_back_to_polling(
         raise OSError(28, "inotify_add_watch: No space left on device")
 
     monkeypatch.setattr(inotify_module, "Inotify", refuse)
-    s = session_dir / "s.jsonl"
-    s.write_bytes(b"{}\n")
-    rec = Recorder()
-    w = Watcher(rec)
-    w.watch_dir(session_dir)
-    with caplog.at_level(logging.WARNING, logger="sessiond.watch"):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(w.run)
-            with anyio.fail_after(TIMEOUT):
-                while w.mode != "poll":
-                    await anyio.sleep(0.005)
-            await grows_alone(rec, s)
-            w.stop()
-    assert caplog.text.count("polling instead") == 1
+    await _polls_after_refusal(session_dir, caplog)

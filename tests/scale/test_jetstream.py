@@ -84,8 +84,20 @@ async def writer(
     client: Client, sid: str, name: str, count: int, acked: list[str], retry_unavailable: bool = False
 ) -> None:
     """Append ``count`` entries, each with ``expectLeafId`` of the leaf last seen: a lost race
-    re-reads the leaf and tries again (what an agent sharing a session does)."""
-    leaf = (await client.request("session/load", {"sessionId": sid}))["leafId"]
+    re-reads the leaf and tries again (what an agent sharing a session does). With
+    ``retry_unavailable``, "the cluster is unavailable" (a node killed under the run) is waited
+    out, for the appends and for the leaf's re-reads alike: no request was acknowledged then."""
+
+    async def current_leaf() -> Any:
+        while True:
+            try:
+                return (await client.request("session/load", {"sessionId": sid}))["leafId"]
+            except RpcError as exc:
+                if exc.code != STORAGE_ERROR or not retry_unavailable:
+                    raise
+                await asyncio.sleep(0.2)
+
+    leaf = await current_leaf()
     done = 0
     while done < count:
         try:
@@ -99,7 +111,7 @@ async def writer(
                 continue
             if exc.code == STORAGE_ERROR and retry_unavailable:
                 await asyncio.sleep(0.2)
-                leaf = (await client.request("session/load", {"sessionId": sid}))["leafId"]
+                leaf = await current_leaf()
                 continue
             raise
         acked.extend(result["entryIds"])

@@ -118,6 +118,8 @@ def run(index: UsageIndex, q: Query) -> dict[str, Any]:
             row["cost"],
             row["cost"] is not None,
         )
+    if not out:
+        totals["cost"] = 0.0  # nothing was spent; "unpriced" (None) means responses without a price
     return {"rows": out, "totals": totals, "pricesAsOf": index.prices_as_of}
 
 
@@ -245,10 +247,12 @@ def today_totals(index: UsageIndex, tz: tzinfo, session_id: str | None = None) -
     with index._lock:
         row = index.db.execute(
             "SELECT sum(input), sum(output), sum(cache_read), sum(cache_creation),"
-            f" sum({cost}), count({cost}) FROM records WHERE {where}",
+            f" sum({cost}), count({cost}), count(*) FROM records WHERE {where}",
             args,
         ).fetchone()
     totals = empty_totals()
-    i, o, cr, cc, c, priced = row
+    i, o, cr, cc, c, priced, responses = row
     _add(totals, i or 0, o or 0, cr or 0, cc or 0, c, priced)
+    if not responses:
+        totals["cost"] = 0.0  # nothing was spent (None would say "unpriced": the editor showed "$?")
     return totals

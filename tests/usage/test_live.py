@@ -106,7 +106,7 @@ async def test_an_own_append_changes_stats_update(tmp_path: Path) -> None:
         sid = (await client.request("session/new", {"cwd": "/work/proj"}))["sessionId"]
         await built(client)
         first = await client.request("stats/subscribe", {"sessionId": sid})
-        assert first["session"]["totalTokens"] == 0 and first["session"]["cost"] is None
+        assert first["session"]["totalTokens"] == 0 and first["session"]["cost"] == 0.0
         message = {
             "role": "assistant",
             "content": [{"type": "text", "text": "hi"}],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -358,9 +359,7 @@ async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path
 
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], check=False
-    ).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=False).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
         d = start_daemon(mount)
@@ -368,6 +367,11 @@ async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path
             c = await d.client()
             sid = await new_session(c)
             await call(c, "session/append", {"sessionId": sid, "entries": [msg(user("first"))]})
+            # The disk fills up now, whatever the daemon's indexes took at start (a fixed small
+            # tmpfs was once full before the session could be created): 48 KiB stay free,
+            # less than one of the appends below.
+            free = os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize
+            (mount / "filler").write_bytes(b"\0" * max(free - 48 * 1024, 0))
             big = "z" * 100_000
             codes = []
             for _ in range(5):

@@ -54,6 +54,30 @@ async function palette(page, command, pickText) {
   await page.keyboard.press("Enter");
 }
 
+/**
+ * Run `command` from the palette and click its quick pick's row containing `rowText`. A quick
+ * pick closes when the workbench's focus moves (VS Code's rule for pickers without
+ * `ignoreFocusOut`): the viewer's webview, opened just before, can take the focus as it finishes
+ * loading on a busy machine, and the picker was then hidden under the click (a clean-clone CI
+ * run timed out on it). So a picker that is gone is asked for again, up to three times.
+ */
+async function paletteAndPick(page, command, rowText) {
+  for (let attempt = 1; ; attempt++) {
+    await palette(page, command);
+    const rows = page.locator(".quick-input-list .monaco-list-row", { hasText: rowText });
+    try {
+      await rows.first().waitFor({ state: "visible", timeout: 15_000 });
+      await rows.first().click({ timeout: 10_000 });
+      return;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      result.console.push(`${command}: the quick pick closed before the click (attempt ${attempt}), asking again`);
+      await page.keyboard.press("Escape");
+      await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: 5_000 }).catch(() => undefined);
+    }
+  }
+}
+
 const page = await context.newPage();
 try {
   page.setDefaultTimeout(TIMEOUT);
@@ -104,10 +128,7 @@ try {
   await shot(page, "viewer");
 
   // ---- Rewind… from the palette (the session the status bar follows): the diff editor opens
-  await palette(page, "sessiond: Rewind");
-  const checkpoints = page.locator(".quick-input-list .monaco-list-row", { hasText: config.agent.firstPromptText });
-  await checkpoints.first().waitFor();
-  await checkpoints.first().click();
+  await paletteAndPick(page, "sessiond: Rewind", config.agent.firstPromptText);
   await page.locator(".monaco-diff-editor").first().waitFor();
   // the modal question: leave the files alone
   const dialog = page.locator(".monaco-dialog-box");

@@ -85,7 +85,7 @@ class Service:
         self.follower = Follower(self.registry, self.listing, config.watch)
         self.stats = UsageFeed(config, self.hub)
         """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
-        self.follower.listeners.append(lambda change: self.stats.changed(change.path))
+        self.follower.listeners.append(self.stats.changed)
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )

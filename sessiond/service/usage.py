@@ -4,8 +4,11 @@ The records live in :class:`sessiond.usage.index.UsageIndex` (``<store>/usage.sq
 daemon builds it once in a worker thread when it starts (a restart reads only files that
 changed), then keeps it in step from the follower's one hook (:attr:`Follower.listeners`): a
 followed file that grew (another agent's transcript, a file another program appended to) and
-the daemon's own appends name their path; the paths are collected and read together in a
-worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
+the daemon's own appends name their path and, where the daemon holds them, the lines added
+(what an open session's ingest read, what the daemon wrote: :class:`~.following.Tail`), which
+are parsed from there instead of read again (:meth:`UsageIndex.feed`); the other paths are
+read from where they were left. The changes are collected and taken in together in a worker
+thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
 connection whose numbers changed gets one ``stats_update`` (``session/update`` with
 ``sessionUpdate: "stats_update"``; the envelope's ``sessionId`` is the subscribed session's id,
 or ``""`` when the subscription names none).
@@ -21,11 +24,12 @@ from typing import Any, Final
 
 import anyio
 
-from ..usage.index import DB_FILE, Source, UsageIndex
+from ..usage.index import DB_FILE, READS, Source, UsageIndex
 from ..usage.prices import PriceBook
 from ..usage.registry import registry_window
 from ..usage.report import Query, run, today_totals, zone
 from .config import Config
+from .following import FileChange
 from .hub import Hub
 from .peer import Peer
 
@@ -61,17 +65,34 @@ class UsageFeed:
         self.config = config
         self.hub = hub
         self._index: UsageIndex | None = None
-        self._pending: set[Path] = set()
+        self._pending: dict[Path, list[tuple[int, bytes]] | None] = {}
+        """The changed files, each with the lines the daemon handed over (in file order), or
+        ``None``: read it."""
         self._wake = anyio.Event()
         self._subs: dict[int, _Subscription] = {}
         self.progress: tuple[int, int] | None = (0, 0)
         """(files read, files) while the first build runs, then ``None``."""
 
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of session files read for the records since the start (``daemon/status``)."""
+        return READS.bytes
+
     # ------------------------------------------------------------------ the hook
 
-    def changed(self, path: Path) -> None:
-        """A session file grew or changed (called on the event loop; cheap: no I/O here)."""
-        self._pending.add(Path(path))
+    def changed(self, change: FileChange) -> None:
+        """A session file grew or changed (the follower's hook, on the event loop; cheap: no
+        I/O here). Its lines are kept when the change carries them and every earlier change
+        of the file since the last update did too; one change without them means a read of
+        the file (which covers the lines handed over as well)."""
+        path = Path(change.path)
+        tail = change.tail
+        if tail is None:
+            self._pending[path] = None
+        else:
+            kept = self._pending.setdefault(path, [])
+            if kept is not None:
+                kept.append((tail.start, tail.data))
         self._wake.set()
 
     # ------------------------------------------------------------------ running
@@ -100,7 +121,7 @@ class UsageFeed:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            paths, self._pending = self._pending, set()
+            paths, self._pending = self._pending, {}
             if paths:
                 try:
                     await anyio.to_thread.run_sync(_update, index, paths)
@@ -155,9 +176,12 @@ class UsageFeed:
                 sub.peer.send_update(sub.session_id or "", {"sessionUpdate": "stats_update", **numbers})
 
 
-def _update(index: UsageIndex, paths: set[Path]) -> None:
-    for path in paths:
-        index.update_path(path)
+def _update(index: UsageIndex, changes: dict[Path, list[tuple[int, bytes]] | None]) -> None:
+    for path, tails in changes.items():
+        if tails is None:
+            index.update_path(path)
+        else:
+            index.feed(path, tails)
 
 
 def _numbers(index: UsageIndex, sub: _Subscription) -> dict[str, Any]:

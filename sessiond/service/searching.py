@@ -11,11 +11,13 @@ files (the engine compares every file's signature).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -238,6 +240,10 @@ class Searching:
             path or index_path(config.layout.root), self.source, exclude=config.search.exclude
         )
         self._started = False
+        self._appends: dict[str, _Batch] = {}
+        """Entries announced in this turn of the event loop, by path, handed to the engine
+        together at its end (:meth:`_hand_over`)."""
+        self._handing = False
 
     def start(self) -> None:
         if self.enabled and not self._started:
@@ -246,13 +252,20 @@ class Searching:
 
     def close(self) -> None:
         if self._started:
+            self._hand_over()
             self.engine.close()
             self._started = False
 
     # ------------------------------------------------------------------ hooks (event loop)
 
     def entries(self, host: Any, entry_ids: list[str]) -> None:
-        """A host announced entries: index them (the registry's ``on_entries``)."""
+        """A host announced entries: index them (the registry's ``on_entries``).
+
+        The announcements of one turn of the event loop go to the engine together, one batch
+        per file, when the turn ends: many clients appending at once then cost the writer
+        thread one wake-up, one look at the file's signature and one insert per turn, not per
+        append (and the loop one hand-over to another thread). Any other event for the engine
+        hands them over first, so the engine sees everything in order."""
         if not self._started or not entry_ids:
             return
         session = host.session
@@ -261,13 +274,27 @@ class Searching:
             (e.get("name") for e in reversed(entries) if type(e) is dict and e.get("type") == "session_info"),
             None,
         )
-        self.engine.appended(
-            os.fspath(session.path),
-            entries,
-            session.leaf_id,
-            name if type(name) is str else None,
-            session.file_size(),
-        )
+        path = os.fspath(session.path)
+        batch = self._appends.get(path)
+        if batch is None:
+            batch = self._appends[path] = _Batch([], None, None, None)
+        batch.entries.extend(entries)
+        batch.leaf, batch.size = session.leaf_id, session.file_size()
+        if type(name) is str:
+            batch.name = name
+        if not self._handing:
+            try:
+                asyncio.get_running_loop().call_soon(self._hand_over)
+                self._handing = True
+            except RuntimeError:  # no event loop (a tool, a test): at once
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the engine the entries announced since the last hand-over."""
+        self._handing = False
+        appends, self._appends = self._appends, {}
+        for path, batch in appends.items():
+            self.engine.appended(path, batch.entries, batch.leaf, batch.name, batch.size)
 
     def opened(self, host: Any) -> None:
         """A session was opened (the registry's ``on_open``): the writer compares its file with
@@ -276,6 +303,7 @@ class Searching:
         without this look, a daemon would not index a shared session it serves until a restart.
         Costs a ``stat`` and a 4 KiB read when the index has the file already."""
         if self._started:
+            self._hand_over()
             self.engine.changed(os.fspath(host.session.path))
 
     def file_changed(self, change: FileChange) -> None:
@@ -285,6 +313,7 @@ class Searching:
         grown tail of a file it read lately: ``SearchEngine``'s kept readers)."""
         if not self._started or change.kind == "written" or (change.open and change.kind == "grown"):
             return
+        self._hand_over()
         if change.kind == "committed":  # OpenCode's database: which sessions, no file says
             root = self.source.catalog.root_of(change.path)
             self.engine.rescan(root.name, lambda: list(self.source.root_files(root)))
@@ -293,6 +322,7 @@ class Searching:
 
     def removed(self, path: Path) -> None:
         if self._started:
+            self._hand_over()
             self.engine.removed(os.fspath(path))
 
     # ------------------------------------------------------------------ search/query
@@ -315,6 +345,7 @@ class Searching:
         offset = decode_cursor(p.cursor) if p.cursor is not None else 0
         if p.sessionId is not None and known_session is not None:
             await known_session(p.sessionId)
+        self._hand_over()  # what was announced before the query is found by it
         if p.rebuild:
             self.engine.rebuild()
             await anyio.to_thread.run_sync(self.engine.flush)
@@ -364,6 +395,17 @@ class Searching:
             role=p.role,
             session_id=p.sessionId,
         )
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Entries announced for one file in one turn of the event loop, with the newest leaf,
+    name and file size."""
+
+    entries: list[Any]
+    leaf: Any
+    name: str | None
+    size: int | None
 
 
 def _iso(ms: int) -> str | None:

@@ -103,6 +103,8 @@ class FileChange:
     (``written``): a listener takes it from here instead of reading the file again. ``None``:
     a listener that wants the new bytes reads them itself (a file nobody has open, a rewrite,
     a first flush, a replica's growth)."""
+    size: int | None = None
+    """The file's size the watcher saw (``None``: not a watcher's event)."""
 
 
 class Follower:
@@ -311,8 +313,10 @@ class Follower:
             self._watcher(host.root).expect(host.session.path, size)
         self._tell(Path(host.session.path), "written", True, written_tail(pending))
 
-    def _tell(self, path: Path, kind: str, open_: bool, tail: Tail | None = None) -> None:
-        change = FileChange(path, kind, open_, tail)
+    def _tell(
+        self, path: Path, kind: str, open_: bool, tail: Tail | None = None, size: int | None = None
+    ) -> None:
+        change = FileChange(path, kind, open_, tail, size)
         for listener in self.listeners:
             listener(change)
 
@@ -328,7 +332,7 @@ class Follower:
             # the listeners need not read the same bytes again. Anything else before.
             ingests = host is not None and event.kind in ("grown", "created")
             if not ingests:
-                self._tell(event.path, event.kind, host is not None)
+                self._tell(event.path, event.kind, host is not None, size=event.size)
             tail: Tail | None = None
             try:
                 if host is not None:
@@ -342,7 +346,7 @@ class Follower:
                     log.warning("%s: %s", event.path, message)
             finally:
                 if ingests:
-                    self._tell(event.path, event.kind, True, tail)
+                    self._tell(event.path, event.kind, True, tail, event.size)
 
     async def _follow(self, host: SessionHost, event: FileEvent) -> Tail | None:
         """Bring the open session in step with its file; the lines its ingest read, if any

@@ -240,6 +240,10 @@ class Searching:
             path or index_path(config.layout.root), self.source, exclude=config.search.exclude
         )
         self._started = False
+        self.on_tail: Callable[[Path, int, bytes], None] | None = None
+        """Told, on the event loop, what the index's kept reader read of a grown file nobody
+        has open (path, file offset, complete lines): the usage records take it from there
+        (set by the service before :meth:`start`)."""
         self._appends: dict[str, _Batch] = {}
         """Entries announced in this turn of the event loop, by path, handed to the engine
         together at its end (:meth:`_hand_over`)."""
@@ -248,6 +252,7 @@ class Searching:
     def start(self) -> None:
         if self.enabled and not self._started:
             self._started = True
+            self._hand_tails()
             self.engine.start()
 
     def close(self) -> None:
@@ -255,6 +260,28 @@ class Searching:
             self._hand_over()
             self.engine.close()
             self._started = False
+
+    def _hand_tails(self) -> None:
+        """Pass the engine's read tails on to :attr:`on_tail`, from its writer thread to the
+        event loop (the one running now; without one, nothing is passed on)."""
+        hand = self.on_tail
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if hand is None:
+            return
+
+        def tail(path: str, start: int, data: bytes) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the daemon is stopping
+                loop.call_soon_threadsafe(hand, Path(path), start, data)
+
+        self.engine.on_tail = tail
+
+    def follows(self, path: Path) -> bool:
+        """Whether the index keeps a reader of ``path``, so that what it grows by will be
+        handed to :attr:`on_tail` (a hint: the reader may be let go before it is used)."""
+        return self._started and self.engine.on_tail is not None and self.engine.follows(os.fspath(path))
 
     # ------------------------------------------------------------------ hooks (event loop)
 

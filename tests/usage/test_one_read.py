@@ -174,3 +174,36 @@ async def test_a_rewritten_open_transcript_is_read_again(tmp_path: Path) -> None
         assert update["session"]["outputTokens"] == expected
     finally:
         daemon.stop()
+
+
+async def test_a_transcript_nobody_has_open_is_read_once_per_growth(tmp_path: Path) -> None:
+    """Another agent appends to a transcript no client opened: the search index's kept reader
+    reads the line and hands it to the usage records. (The first growth after the start is
+    read by both: the index reads the file whole then, and keeps its reader from there.)"""
+    project = tmp_path / "claude" / "projects" / "-work-proj"
+    shutil.copytree(SOURCE, project)
+    path = project / f"{SESSION}.jsonl"
+    daemon: Daemon = start_daemon(tmp_path)
+    try:
+        client = await daemon.client()
+        await built(client)
+        await searchable(client)
+        first = await client.request("stats/subscribe", {"sessionId": SESSION, "timezone": "UTC"})
+        total = first["session"]["outputTokens"]
+        for n, output in enumerate((1111, 2222, 3333)):
+            before = await reads(client)
+            line = orjson.dumps(claude_response(output)) + b"\n"
+            with open(path, "ab") as f:
+                f.write(line)
+            total += output
+            await stats_update(client, SESSION, lambda u, want=total: u["session"]["outputTokens"] == want)
+            await searchable(client)
+            after = await reads(client)
+            assert after["follow"] == before["follow"], "no session is open"
+            if n:
+                assert after["search"] - before["search"] == len(line), "the index's reader read the line"
+                assert after["usage"] == before["usage"], "the usage records took the index's read"
+        found = await client.request("search/query", {"query": "done", "sessionId": SESSION})
+        assert found["total"] >= 3
+    finally:
+        daemon.stop()

@@ -308,10 +308,11 @@ class Follower:
     def written(self, host: SessionHost, pending: PendingAppend | None = None) -> None:
         """The daemon wrote the session's file: ``pending`` says what (``None``: not known,
         e.g. a replica that grew from its stream)."""
+        path = host.session.path
         size = host.session.file_size()
         if size is not None:
-            self._watcher(host.root).expect(host.session.path, size)
-        self._tell(Path(host.session.path), "written", True, written_tail(pending))
+            self._watcher(host.root).expect(path, size)
+        self._tell(path if isinstance(path, Path) else Path(path), "written", True, written_tail(pending))
 
     def _tell(
         self, path: Path, kind: str, open_: bool, tail: Tail | None = None, size: int | None = None

@@ -240,7 +240,7 @@ class Searching:
             path or index_path(config.layout.root), self.source, exclude=config.search.exclude
         )
         self._started = False
-        self.on_tail: Callable[[Path, int, bytes], None] | None = None
+        self.on_tail: Callable[[str, int, bytes], None] | None = None
         """Told, on the event loop, what the index's kept reader read of a grown file nobody
         has open (path, file offset, complete lines): the usage records take it from there
         (set by the service before :meth:`start`)."""
@@ -274,14 +274,14 @@ class Searching:
 
         def tail(path: str, start: int, data: bytes) -> None:
             with contextlib.suppress(RuntimeError):  # the loop closed: the daemon is stopping
-                loop.call_soon_threadsafe(hand, Path(path), start, data)
+                loop.call_soon_threadsafe(hand, path, start, data)
 
         self.engine.on_tail = tail
 
-    def follows(self, path: Path) -> bool:
+    def follows(self, path: str) -> bool:
         """Whether the index keeps a reader of ``path``, so that what it grows by will be
         handed to :attr:`on_tail` (a hint: the reader may be let go before it is used)."""
-        return self._started and self.engine.on_tail is not None and self.engine.follows(os.fspath(path))
+        return self._started and self.engine.on_tail is not None and self.engine.follows(path)
 
     # ------------------------------------------------------------------ hooks (event loop)
 

@@ -19,6 +19,7 @@ or ``""`` when the subscription names none).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,15 +74,15 @@ class UsageFeed:
         self.config = config
         self.hub = hub
         self._index: UsageIndex | None = None
-        self._pending: dict[Path, list[tuple[int, bytes]] | None] = {}
+        self._pending: dict[str, list[tuple[int, bytes]] | None] = {}
         """The changed files, each with the lines the daemon handed over (in file order), or
         ``None``: read it."""
         self._wake = anyio.Event()
         self._subs: dict[int, _Subscription] = {}
-        self.handed_over_by: Callable[[Path], bool] | None = None
+        self.handed_over_by: Callable[[str], bool] | None = None
         """Whether another reader of the daemon (the search index's kept reader) will hand
         over what a file nobody has open grew by (set by the service; ``None``: nobody)."""
-        self._awaited: dict[Path, tuple[int, float]] = {}
+        self._awaited: dict[str, tuple[int, float]] = {}
         """Grown files whose new lines another reader is to hand over: the size to cover and
         until when to wait for it (:data:`HANDOVER_WAIT`)."""
         self.progress: tuple[int, int] | None = (0, 0)
@@ -99,7 +100,7 @@ class UsageFeed:
         I/O here). Its lines are kept when the change carries them and every earlier change
         of the file since the last update did too; one change without them means a read of
         the file (which covers the lines handed over as well)."""
-        path = Path(change.path)
+        path = os.fspath(change.path)  # str keys: hashing a Path costs more than the rest here
         tail = change.tail
         if tail is None and self._hands_over(change):
             size = max(change.size or 0, self._awaited.get(path, (0, 0.0))[0])
@@ -122,22 +123,21 @@ class UsageFeed:
             and not change.open
             and change.size is not None
             and self.handed_over_by is not None
-            and self.handed_over_by(Path(change.path))
+            and self.handed_over_by(os.fspath(change.path))
         )
 
-    def handed(self, path: Path, start: int, data: bytes) -> None:
+    def handed(self, path: str, start: int, data: bytes) -> None:
         """Another reader read what ``path`` grew by (on the event loop): taken from here."""
-        path = Path(path)
-        self.changed(FileChange(path, "grown", False, Tail(start, data)))
+        self.changed(FileChange(Path(path), "grown", False, Tail(start, data)))
         awaited = self._awaited.get(path)
         if awaited is not None and start + len(data) >= awaited[0]:
             del self._awaited[path]
 
-    def _take(self) -> dict[Path, list[tuple[int, bytes]] | None]:
+    def _take(self) -> dict[str, list[tuple[int, bytes]] | None]:
         """The changes to take in now: all but the files whose growth is still to be handed
         over (within :data:`HANDOVER_WAIT`; after it, they are read)."""
         now = time.monotonic()
-        ready: dict[Path, list[tuple[int, bytes]] | None] = {}
+        ready: dict[str, list[tuple[int, bytes]] | None] = {}
         for path, tails in list(self._pending.items()):
             awaited = self._awaited.get(path)
             if awaited is not None and now >= awaited[1]:
@@ -237,12 +237,12 @@ class UsageFeed:
                 sub.peer.send_update(sub.session_id or "", {"sessionUpdate": "stats_update", **numbers})
 
 
-def _update(index: UsageIndex, changes: dict[Path, list[tuple[int, bytes]] | None]) -> None:
+def _update(index: UsageIndex, changes: dict[str, list[tuple[int, bytes]] | None]) -> None:
     for path, tails in changes.items():
         if tails is None:
-            index.update_path(path)
+            index.update_path(Path(path))
         else:
-            index.feed(path, tails)
+            index.feed(Path(path), tails)
 
 
 def _numbers(index: UsageIndex, sub: _Subscription) -> dict[str, Any]:

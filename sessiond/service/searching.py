@@ -55,6 +55,9 @@ log = logging.getLogger("sessiond.search")
 
 AGENTS: Final = {"pi": "pi", "claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
 _READ_ONLY: Final = "it is opened read-only to be indexed for search"
+HAND_OVER_AT: Final = 256
+"""Entries that are handed to the engine at once, without waiting for the turn of the event
+loop to end (a caller appending many times without yielding to the loop)."""
 
 
 class CatalogSource(SessionSource):
@@ -309,7 +312,9 @@ class Searching:
         batch.leaf, batch.size = session.leaf_id, session.file_size()
         if type(name) is str:
             batch.name = name
-        if not self._handing:
+        if len(batch.entries) >= HAND_OVER_AT:
+            self._hand_over()
+        elif not self._handing:
             try:
                 asyncio.get_running_loop().call_soon(self._hand_over)
                 self._handing = True

@@ -207,3 +207,49 @@ async def test_a_transcript_nobody_has_open_is_read_once_per_growth(tmp_path: Pa
         assert found["total"] >= 3
     finally:
         daemon.stop()
+
+
+def pi_line(entry_id: str, parent: str | None, output: int) -> bytes:
+    message = pi_response(output)
+    entry = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": now_iso(),
+        "message": message,
+    }
+    return orjson.dumps(entry) + b"\n"
+
+
+async def test_a_pi_file_nobody_has_open_is_read_once_per_growth(tmp_path: Path) -> None:
+    """The same for a session in Pi's own directory (the index's Pi reader hands its lines over)."""
+    sid = str(uuid.uuid4())
+    project = tmp_path / "pi" / "sessions" / "--work-proj--"
+    project.mkdir(parents=True)
+    path = project / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
+    header = {"type": "session", "version": 3, "id": sid, "timestamp": now_iso(), "cwd": "/work/proj"}
+    path.write_bytes(orjson.dumps(header) + b"\n" + pi_line("a0000000", None, 100))
+    daemon: Daemon = start_daemon(tmp_path)
+    try:
+        client = await daemon.client()
+        await built(client)
+        await searchable(client)
+        first = await client.request("stats/subscribe", {"sessionId": sid, "timezone": "UTC"})
+        total = first["session"]["outputTokens"]
+        assert total == 100
+        parent = "a0000000"
+        for n, output in enumerate((1111, 2222, 3333)):
+            before = await reads(client)
+            line = pi_line(f"b000000{n}", parent, output)
+            parent = f"b000000{n}"
+            with open(path, "ab") as f:
+                f.write(line)
+            total += output
+            await stats_update(client, sid, lambda u, want=total: u["session"]["outputTokens"] == want)
+            await searchable(client)
+            after = await reads(client)
+            if n:
+                assert after["search"] - before["search"] == len(line), "the index's reader read the line"
+                assert after["usage"] == before["usage"], "the usage records took the index's read"
+    finally:
+        daemon.stop()

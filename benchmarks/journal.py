@@ -82,7 +82,7 @@ BENCH = Bench(
     "benchmarks.journal",
     "the store's append and open paths",
     "bare os.write / os.fdatasync loops on the same disk; load_session",
-    {"smoke": ("--quick",), "quick": ("--quick",), "full": ()},
+    {"smoke": ("--quick", "--sizes", "1,2"), "quick": ("--quick",), "full": ()},
     (G_JOURNAL_FLAT, G_JOURNAL_RSS),
     quick="1 and 10 MB sessions, fewer appends, 1 run",
 )
@@ -804,13 +804,23 @@ def _print_context(p: Callable[[str], None], c: dict[str, Any]) -> None:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
     ap.add_argument("--index-only", action="store_true", help="only section 6, the light index per entry")
+    ap.add_argument(
+        "--sizes",
+        help="session sizes in MB, comma-separated (default 1,10,50; quick 1,10); the smoke run's 1,2",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.runs is None:
         args.runs = 1 if args.quick else 3
     args.runs = max(1, args.runs)
-    sizes = [1.0, 10.0] if args.quick else [1.0, 10.0, 50.0]
+    sizes = (
+        [float(x) for x in args.sizes.split(",")]
+        if args.sizes
+        else [1.0, 10.0]
+        if args.quick
+        else [1.0, 10.0, 50.0]
+    )
     args.buffered_appends = 1000 if args.quick else 10_000
     args.fsync_appends = 200 if args.quick else 2000
     args.concurrent_appends = 320 if args.quick else 3200

@@ -11,7 +11,9 @@ the report is typed in: every number comes from a run, so the report can always 
 
 Modes: full (default; ~10 min on 2 cores), ``--quick`` (each script's ``--quick``; a few
 minutes), ``--smoke`` (minimal sizes, a check that everything runs, not a measurement). See
-``benchmarks/README.md``.
+``benchmarks/README.md``. ``--smoke --jobs N`` runs N benchmarks at once, each with a scratch
+directory of its own (tests/test_benchmarks_report.py: most of a smoke run is waiting on daemons and
+idle windows, not CPU); a measuring run always runs them one at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -133,12 +136,12 @@ def run_bench(
     rec: dict[str, Any] = {"command": shown, "seconds": seconds, "log": str(log_path)}
     if rc == 0 and out_json.exists():
         rec["results"] = json.loads(out_json.read_text())
-        print(f"   done in {seconds:.0f} s", file=sys.stderr, flush=True)
+        print(f"   {bench.name} done in {seconds:.0f} s", file=sys.stderr, flush=True)
     else:
         tail = log_path.read_text(errors="replace").splitlines()[-15:]
         rec["error"] = f"exit status {rc}" + ("" if out_json.exists() else ", no results written")
         rec["errorTail"] = tail
-        print(f"   FAILED ({rec['error']}); log: {log_path}", file=sys.stderr, flush=True)
+        print(f"   {bench.name} FAILED ({rec['error']}); log: {log_path}", file=sys.stderr, flush=True)
     return rec
 
 
@@ -384,8 +387,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--timeout", type=float, help="seconds per benchmark (default 1800 full, 900 quick, 300 smoke)"
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="with --smoke: benchmarks run at once, each in its own scratch dir (default 1)",
+    )
     args = ap.parse_args(argv)
     mode = args.mode or "full"
+    if args.jobs < 1 or (args.jobs > 1 and mode != "smoke"):
+        ap.error("--jobs above 1 only with --smoke: benchmarks run side by side measure each other")
 
     if args.from_results:
         state = json.loads(args.from_results.read_text())
@@ -407,11 +418,23 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         machine = describe_machine(oracle_note, (args.scratch or OUT_DIR).resolve())
+        chosen = [b for b in (m.BENCH for m in BY_NAME.values()) if b.name in names]
         recs: dict[str, Any] = {}
-        for bench in (m.BENCH for m in BY_NAME.values()):
-            if bench.name in names:
+        if args.jobs == 1:
+            for bench in chosen:
                 recs[bench.name] = run_bench(bench, mode, oracle, work, timeout, args.scratch)
                 monitor.sample()
+        else:
+            # side by side: a scratch dir each, so two never generate the same cached input at once
+            base = args.scratch or OUT_DIR
+
+            def one(bench: Bench) -> dict[str, Any]:
+                return run_bench(bench, mode, oracle, work, timeout, base / bench.name)
+
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                done = list(pool.map(one, chosen))
+            recs = {b.name: r for b, r in zip(chosen, done, strict=True)}
+            monitor.sample()
         state = {
             "mode": mode,
             "date": date,

@@ -1,8 +1,8 @@
 """benchmarks.run_all: the report it writes, and that docs/benchmarks.md is its untouched output.
 
-One real run of every benchmark module in ``--smoke`` mode (minimal sizes) except ``rpc``, whose
-smallest run still starts five daemons and dozens of client processes (~15 s on a loaded 2-core
-machine); rpc's section is checked in the committed report instead. No timing is asserted: the
+One real run of every benchmark module in ``--smoke`` mode (minimal sizes, four at a time) except
+``rpc``, whose smallest run still starts five daemons and dozens of client processes (~15 s on a
+loaded 2-core machine); rpc's section is checked in the committed report instead. No timing is asserted: the
 numbers are noise at these sizes, only their presence and shape are.
 """
 
@@ -117,14 +117,16 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     proc = subprocess.run(
         [
             *RUN_ALL,
-            *("--smoke", "--only", ",".join(ran)),
+            # four at a time: a smoke run mostly waits (daemons starting, idle windows), ~4 times
+            # shorter than one after the other (278 -> 76 s on a loaded 2-core machine)
+            *("--smoke", "--jobs", "4", "--only", ",".join(ran)),
             *("--output", str(out), "--work", str(work), "--scratch", str(tmp / "scratch")),
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
-        # a hang guard, not a speed check: ~2-5 min beside the other test worker, and it ran
-        # out of 300 s on a machine loaded by other suites as well
+        # a hang guard, not a speed check: ~1-2 min beside the other test worker (it was 2-5 min
+        # one benchmark at a time, and ran out of 300 s on a machine loaded by other suites)
         timeout=900,
         check=False,
     )
@@ -207,3 +209,14 @@ def test_committed_report_is_generated_by_run_all() -> None:
     heads = [h.split(":")[0] for h in sections if ":" in h]
     assert heads == NAMES, "the report's sections differ from run_all.BENCHMARKS: regenerate it"
     assert f"benchmarks: {','.join(NAMES)};" in header
+
+
+@pytest.mark.parametrize("mode", ["--quick", "--mode=full"])
+def test_benchmarks_run_side_by_side_only_in_a_smoke_run(
+    mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A measuring run never runs two benchmarks at once: they would measure each other."""
+    with pytest.raises(SystemExit) as exc:
+        run_all.main([mode, "--jobs", "2", "--only", "inspect", "--output", "/dev/null"])
+    assert exc.value.code == 2
+    assert "--jobs above 1 only with --smoke" in capsys.readouterr().err

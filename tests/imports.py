@@ -7,6 +7,7 @@ deferred or type-only import is still a dependency (it is how code reaches back 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import sessiond
@@ -27,7 +28,15 @@ def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the same tree it imports."""
+    """Module -> the modules of the same tree it imports (a copy the caller may change).
+
+    Parsing every module takes seconds on a loaded machine: done once per test process, when a
+    test first asks, never at collection."""
+    return {name: set(targets) for name, targets in _read_graph(root).items()}
+
+
+@functools.cache
+def _read_graph(root: Path) -> dict[str, frozenset[str]]:
     modules = _modules(root)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, (path, is_package) in modules.items():
@@ -47,7 +56,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                         graph[name].add(full)
                     elif target in modules:
                         graph[name].add(target)
-    return graph
+    return {name: frozenset(targets) for name, targets in graph.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -71,6 +71,13 @@ HEAVY_FIRST = (
     "tests/reliability/",
     "tests/oracle/",
     "tests/harness/test_nats_cluster.py",
+    # ~45-80 s each on a quiet machine (many daemons one after the other), after the longer ones
+    "tests/scale/test_jetstream.py",
+    "tests/rpc/test_transport.py",
+    "tests/rpc/test_compaction.py",
+    "tests/clients/typescript/test_typescript_client.py",
+    "tests/cli/test_fixtures.py",
+    "tests/store/test_pi_roundtrip.py",
 )
 """Files that take a minute or more (real agents, real VS Code, the benchmarks' smoke run, the
 soak, browsers, crash storms, Pi's own code), handed out first: the run must not end on one of

@@ -43,6 +43,7 @@ Choices worth knowing:
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -1023,7 +1024,15 @@ def extract_summary(
         messages = []
     # A turn prefix describes its own messages only; the preparation's file_ops cover the
     # whole compaction (and the assembled summary lists them anyway).
-    items = _collect(messages, previous_summary, None if kind == "turn_prefix" else file_ops)
+    # The walk makes thousands of small containers and no cycles: the collector's passes over
+    # the daemon's heap (every parsed body it holds) were ~15% of it (issue 30).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        items = _collect(messages, previous_summary, None if kind == "turn_prefix" else file_ops)
+    finally:
+        if enabled:
+            gc.enable()
     if kind == "turn_prefix":
         blocks = [
             _Block("## Original Request", items[GOAL], _bullet("- "), NONE_LINE),

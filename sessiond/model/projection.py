@@ -170,15 +170,25 @@ def project_entries(ctx: list[Any], settings: ContextSettings) -> Projection:
             edits[key(entry.get("targetId", UNDEFINED))] = entry
     projected: list[ProjectedEntry] = []
     messages: list[Message] = []
+    add, extend = projected.append, messages.extend
+    message_type, compaction = E.MESSAGE, E.COMPACTION
     for index, source in enumerate(ctx):
-        if index > 0 and get(source, "type") == E.COMPACTION:
-            msgs: list[Message] = []
+        msgs: list[Message]
+        if type(source) is not dict:
+            msgs = []  # (entry_messages: a non-object contributes nothing)
         else:
-            msgs = entry_messages(source)
+            t = source.get("type")
+            message = source.get("message") if t == message_type else None
+            if type(message) is dict and message.get("content") is not None:
+                msgs = [message]  # the usual entry, as entry_messages gives it, without the call
+            elif index > 0 and t == compaction:
+                msgs = []
+            else:
+                msgs = entry_messages(source)
             if edits:
-                edit = edits.get(key(get(source, "id")))
+                edit = edits.get(key(source.get("id", UNDEFINED)))
                 if edit is not None:
                     msgs = apply_replacement(msgs, edit)
-        projected.append(ProjectedEntry(source, msgs))
-        messages.extend(msgs)
+        add(ProjectedEntry(source, msgs))
+        extend(msgs)
     return Projection(projected, messages, settings)

@@ -620,30 +620,40 @@ def _read_texts(w: _Walk, last_user: int, *, stop_early: bool = True) -> None:
     }
     newer = {k: _Newer() for k in _READ_SECTIONS}
     at = dict.fromkeys(_READ_SECTIONS, 0)
+    open_ = list(_READ_SECTIONS)  # a closed section stays closed: older items only add to it
     for t in reversed(w.texts):
         i = t.index
-        open_ = set(_READ_SECTIONS)
         if stop_early:
-            for k in _READ_SECTIONS:
+            still = []
+            for k in open_:
                 pending, n, seen = taken[k], at[k], newer[k]
                 while n < len(pending) and pending[n][0] > i:
                     _, order, text, tier = pending[n]
                     seen.add(text, order, tier)
                     n += 1
                 at[k] = n
-                if seen.kept >= MAX_ITEMS:
-                    open_.discard(k)
+                if seen.kept < MAX_ITEMS:
+                    still.append(k)
+            open_ = still
             if not open_ and i <= last_user:
                 break
-        counts = {k: len(sections.items[k]) for k in _READ_SECTIONS}
+        if t.user:
+            constraints, errors = CONSTRAINTS in open_, CONTEXT in open_
+            if not (constraints or errors):
+                continue
+        else:
+            decisions, conclusion, intents = DECISIONS in open_, DONE in open_, i > last_user
+            if not (decisions or conclusion or intents):
+                continue
+        counts = {k: len(sections.items[k]) for k in open_}
         try:
             if t.user:
-                _user_text(w, t, CONSTRAINTS in open_, CONTEXT in open_)
+                _user_text(w, t, constraints, errors)
             else:
-                _assistant_text(w, t, DECISIONS in open_, i > last_user, DONE in open_)
+                _assistant_text(w, t, decisions, intents, conclusion)
         except (RecursionError, ValueError, TypeError):  # a shape nothing above foresaw
             pass
-        for k in _READ_SECTIONS:
+        for k in open_:
             for item in sections.items[k][counts[k] :]:
                 newer[k].add(item.text.casefold(), item.order, item.tier)
 

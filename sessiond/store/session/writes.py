@@ -64,6 +64,9 @@ class PendingAppend:
         return self.entry_ids
 
 
+_RECENT_ON_PATH = 512
+"""Entries at the end of the branch an on-branch check reads before building the set of all."""
+
 REMOTE_ATTEMPTS = 50
 """How often an append is staged again after other daemons appended first (a shared log)."""
 REMOTE_BACKOFF = 0.05
@@ -300,11 +303,16 @@ class WritableSession(FollowedSession):
         on_path_cache: set[Hashable] = set()
 
         def on_path(entry_id: Any) -> bool:
-            """Whether an id is on the branch being extended (built only if a spec asks)."""
+            """Whether an id is on the branch being extended. What specs name is usually recent
+            (a checkpoint's first kept entry, a context edit's target): the newest entries are
+            looked at first, the set of every id is built only if the id is not among them."""
             k = key(entry_id)
             if k in staged:
                 return True
             if not on_path_cache and light_path:
+                for e in light_path[-1 : -_RECENT_ON_PATH - 1 : -1]:
+                    if key(get(e, "id")) == k:
+                        return True
                 on_path_cache.update(key(get(e, "id")) for e in light_path)
             return k in on_path_cache
 

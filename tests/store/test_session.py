@@ -795,9 +795,14 @@ def test_a_checkpoints_system_prompt_is_the_whole_contexts(tmp_path: Path, seed:
         parent = eid
     path = tmp_path / "s.jsonl"
     path.write_bytes(encode_line(header) + b"".join(encode_line(e) for e in entries))
-    expected = current_system_message(project(load_session(path).entries).messages)
     s = Session.open(path)
-    s.append_compaction("now", None, 1)
+    checkpoint = {"type": "compaction", "summary": "now", "firstKeptEntryId": None, "tokensBefore": 1}
+    if rng.random() < 0.5:
+        s.append_compaction("now", None, 1)
+    else:  # a batch: what was staged before the checkpoint counts too
+        staged = {"role": rng.choice(["system", "user"]), "content": "staged", "timestamp": 99}
+        s.append_entries([{"type": "message", "message": staged}, checkpoint])
+    expected = current_system_message(project(load_session(path).entries[:-1]).messages)
     written = lines(path)[-1]
     if expected is None:
         assert "systemMessage" not in written

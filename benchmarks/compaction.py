@@ -15,7 +15,9 @@ Sections:
    ``prepareCompaction(branch, settings)`` and
    ``serializeConversation(convertToLlm(prep.messagesToSummarize))``, the same number of times
    (median). Ratios are Pi / sessiond (> 1: sessiond faster). Check: both must pick the same
-   ``firstKeptEntryId`` and ``tokensBefore`` (``MISMATCH`` otherwise).
+   ``firstKeptEntryId`` and ``tokensBefore`` (``MISMATCH`` otherwise). Pi's load + context
+   (``SessionManager.open`` + ``buildSessionContext``) is the reference of ``Session.open``, and
+   ``Session.open`` + the first prepare is shown beside Pi's open + first prepare.
 2. **threshold -> checkpoint through the daemon** - ``python -m sessiond serve`` on a scratch
    store; a client that cannot summarise (so the built-in extractive summarizer is used).
    Per size (1k and 10k entries; ``--quick``: 1k) and repetition, on a fresh session

@@ -21,8 +21,9 @@ from sessiond.compaction import extractive as X
 from sessiond.compaction.cut_points import CUT_POINT_ROLES, find_cut_point, find_projected_cut_point
 from sessiond.compaction.file_ops import FileOps
 from sessiond.model import entries as E
-from sessiond.model.js import UNDEFINED, get, utf16_len, utf16_slice_head
-from sessiond.model.preview import _clip
+from sessiond.model.js import UNDEFINED, get, to_string, utf16_len, utf16_slice_head
+from sessiond.model.messages import content_text
+from sessiond.model.preview import _clip, entry_preview
 from sessiond.model.projection import ContextSettings, ProjectedEntry, _apply_setting, context_settings
 from sessiond.model.tokens import PI
 
@@ -180,6 +181,53 @@ def test_a_preview_clipped_from_a_prefix_is_the_one_clipped_from_the_whole() -> 
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400)))
         limit = rng.choice([1, 2, 5, 20, 80])
         assert _clip(text, limit) == _reference_clip(text, limit), (text, limit)
+
+
+def _reference_message_preview(message: Any) -> str:
+    """The message part of a preview as it was written before (content_text, then strip)."""
+    if get(message, "role") == "bashExecution":
+        return f"$ {to_string(get(message, 'command'))}"
+    content = get(message, "content")
+    text = content_text(content) if type(content) in (str, list) else ""
+    if text.strip():
+        return text
+    if type(content) is list:
+        calls = [to_string(get(b, "name")) for b in content if get(b, "type") == "toolCall"]
+        if calls:
+            return "→ " + ", ".join(calls)
+        if any(get(b, "type") == "image" for b in content):
+            return "[image]"
+        if any(get(b, "type") == "thinking" for b in content):
+            return "[thinking]"
+    error = get(message, "errorMessage")
+    return f"[error] {to_string(error)}" if type(error) is str else ""
+
+
+def test_a_messages_preview_text_is_content_text_when_it_is_not_blank() -> None:
+    """Previews join text blocks without content_text's conversions when every text is a string,
+    and test blankness without stripping a copy (issue 30): the same text either way."""
+    rng = random.Random(5)
+    texts: list[Any] = ["", " ", "\n\t", "\u3000", "\u2028", "hi", " a b ", "é😀", None, 3, True, {"x": 1}]
+    for _ in range(5000):
+        blocks: list[Any] = []
+        for _ in range(rng.randint(0, 4)):
+            kind = rng.choice(["text", "text", "text", "image", "toolCall", "thinking", "odd"])
+            if kind == "text":
+                block: Any = {"type": "text"}
+                if rng.random() < 0.9:
+                    block["text"] = rng.choice(texts)
+            elif kind == "odd":
+                block = rng.choice(["text", None, 4, {"text": "no type"}])
+            else:
+                block = {"type": kind, "name": "read"}
+            blocks.append(block)
+        content = rng.choice([blocks, blocks, rng.choice(texts)])
+        message = {"role": rng.choice(["user", "assistant", "toolResult"]), "content": content}
+        if rng.random() < 0.2:
+            message["errorMessage"] = "boom"
+        assert entry_preview({"type": "message", "message": message}) == _clip(
+            _reference_message_preview(message), 80
+        ), message
 
 
 # --------------------------------------------------------------------------- the extractive walk

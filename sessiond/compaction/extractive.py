@@ -485,7 +485,7 @@ def _walk(messages: Sequence[Any], sections: _Sections) -> _Walk:
 
 def _user(w: _Walk, i: int, message: dict[Any, Any]) -> None:
     text = _text_of(message.get("content"))
-    if not text.strip():
+    if not text or text.isspace():  # (not text.strip(), without the copy)
         return
     w.user_turns.append((i, text))
     w.texts.append(_Text(i, text, 0, True))
@@ -556,7 +556,7 @@ def _assistant(
         w.sections.add(BLOCKED, f"Assistant error: {line or 'Unknown error'}", (_MESSAGES, i, pos))
         pos += 1
     text = "\n".join(texts)
-    if not text.strip():
+    if not text or text.isspace():  # (not text.strip(), without the copy)
         return
     final = not has_call and stop not in ("error", "aborted")
     if final:

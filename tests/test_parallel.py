@@ -24,3 +24,14 @@ def test_a_file_is_a_unit_of_work_unless_it_shares_a_group() -> None:
 def test_the_test_script_runs_the_suite_on_workers_with_these_units() -> None:
     script = (REPO / "scripts" / "test").read_text()
     assert "-n 2 --dist loadfile --no-loadscope-reorder" in script
+
+
+def test_the_test_script_runs_every_setup_script() -> None:
+    """The set-up steps run in parallel lanes (scripts/test): none may fall out of them."""
+    script = (REPO / "scripts" / "test").read_text()
+    setups = sorted(p.name for p in (REPO / "scripts").glob("setup-*"))
+    assert setups, "no scripts/setup-*"
+    lanes = script.split("lanes=(", 1)[1].split("\n)", 1)[0]
+    missing = [name for name in setups if f'"{name}: ' not in lanes and f";{name}: " not in lanes]
+    assert missing == []
+    assert "scripts/test-vscode --install" in script

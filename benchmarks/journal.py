@@ -82,7 +82,7 @@ BENCH = Bench(
     "benchmarks.journal",
     "the store's append and open paths",
     "bare os.write / os.fdatasync loops on the same disk; load_session",
-    {"smoke": ("--quick", "--sizes", "1,2"), "quick": ("--quick",), "full": ()},
+    {"smoke": ("--quick", "--sizes", "1,2", "--index-entries", "2500"), "quick": ("--quick",), "full": ()},
     (G_JOURNAL_FLAT, G_JOURNAL_RSS),
     quick="1 and 10 MB sessions, fewer appends, 1 run",
 )
@@ -647,7 +647,7 @@ def _index_session(path: Path, n: int) -> None:
 def bench_index(scratch: Scratch, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     directory = scratch.new_dir("index")
     path = directory / "watched.jsonl"
-    _index_session(path, INDEX_ENTRIES)
+    _index_session(path, args.index_entries)
     env = dict(os.environ)
     other = os.environ.get("SESSIOND_INDEX_PYTHONPATH")
     env["PYTHONPATH"] = other if other else str(REPO)
@@ -804,6 +804,12 @@ def _print_context(p: Callable[[str], None], c: dict[str, Any]) -> None:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--runs", type=int, default=None, help="repetitions per measurement (default 3, quick 1)")
     ap.add_argument("--index-only", action="store_true", help="only section 6, the light index per entry")
+    ap.add_argument(
+        "--index-entries",
+        type=int,
+        default=INDEX_ENTRIES,
+        help=f"entries of section 6's session (default {INDEX_ENTRIES:,}; the smoke run's 2,500)",
+    )
     ap.add_argument(
         "--sizes",
         help="session sizes in MB, comma-separated (default 1,10,50; quick 1,10); the smoke run's 1,2",

@@ -38,6 +38,7 @@ from ..store.regular import open_regular
 from . import index as ix
 from .database import FILE_NAME, connect, discard, open_index
 from .index import FileMeta, Filters, Page, Signature
+from .readahead import ReadAhead, ReadFile
 
 log = logging.getLogger("sessiond.search")
 
@@ -216,6 +217,8 @@ class SearchEngine:
         self._reader_lock = threading.Lock()
         self._branches: dict[tuple[Any, ...], set[str]] = {}
         self._pending: list[SourceFile] = []
+        self._ahead: ReadAhead[SourceFile] | None = None
+        """The first build's reads of the next pending files (:mod:`.readahead`)."""
         self._tailers: OrderedDict[str, OpenedSession] = OrderedDict()
         """The writer's open readers of files that changed lately (at most :data:`TAILERS`)."""
         self.bytes_read = 0
@@ -344,6 +347,7 @@ class SearchEngine:
             log.exception("search index writer stopped")
         finally:
             self.ready.set()
+            self._stop_read_ahead()
             self._drop_tailers()
             if self._db is not None:
                 self._db.close()
@@ -588,6 +592,45 @@ class SearchEngine:
             session.close()
         return added
 
+    def _read_ahead(self, file: SourceFile) -> ReadFile | None:
+        """What :meth:`_read` makes of a pending file, without the database (the read-ahead
+        thread's work; ``None``: it is gone)."""
+        path = file.path
+        sig = self.source.signature(path)
+        if sig is None:
+            return None
+        session = self.source.open(file)
+        try:
+            cwd = session.cwd or ""
+            if self._excluded(file, cwd):
+                return ReadFile(path, sig, None, [], [])
+            meta = FileMeta(
+                path,
+                file.root,
+                file.agent,
+                str(session.id),
+                cwd,
+                session.name or "",
+                session.leaf_id if type(session.leaf_id) is str else None,
+            )
+            docs, nodes = ix.file_docs(session.entries())
+        finally:
+            session.close()
+        return ReadFile(path, sig, meta, docs, nodes)
+
+    def _insert_read(self, db: sqlite3.Connection, read: ReadFile) -> None:
+        self._drop_tailer(read.path)
+        self.bytes_read += read.sig.size
+        if read.meta is None:
+            ix.remove_file(db, read.path)
+        else:
+            ix.replace_docs(db, read.meta, read.sig, read.docs, read.nodes)
+
+    def _stop_read_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
+
     def _look(self) -> None:
         """Compare every file with the index: forget what went, queue what changed (oldest first)."""
         db = self._db
@@ -611,6 +654,9 @@ class SearchEngine:
             db.execute("COMMIT")
         changed.sort(key=lambda x: x[0])
         self._pending = [f for _, f in reversed(changed)]  # popped from the end: oldest first
+        self._stop_read_ahead()
+        if len(self._pending) > 1:
+            self._ahead = ReadAhead(list(reversed(self._pending)), self._read_ahead)
         self._building = bool(self._pending)
         self.progress = (0, len(self._pending)) if self._pending else None
         if self._pending:
@@ -624,10 +670,15 @@ class SearchEngine:
         try:
             while self._pending and time.monotonic() < deadline and not self._stopped:
                 file = self._pending.pop()
+                ahead = None if self._ahead is None else self._ahead.take(file.path, lambda: self._stopped)
                 sig = self.source.signature(file.path)  # now, not when it was listed
                 if sig is None:
                     ix.remove_file(db, file.path)
-                elif ix.stored_signature(db, file.path) != sig:  # an event may have read it already
+                elif ix.stored_signature(db, file.path) == sig:  # an event read it already
+                    pass
+                elif ahead is not None and ahead.sig == sig:  # read ahead, and unchanged since
+                    self._insert_read(db, ahead)
+                else:
                     self._read(db, file, sig)
                 if self.progress is not None:
                     self.progress = (self.progress[0] + 1, self.progress[1])
@@ -639,6 +690,7 @@ class SearchEngine:
         if self.progress is not None and self.on_progress is not None:
             self.on_progress(*self.progress)
         if not self._pending:
+            self._stop_read_ahead()
             if self._building:
                 log.info("search: index built (%d session files)", self.progress[1] if self.progress else 0)
                 self._optimize()  # still "indexing" meanwhile: the CLI's bar waits for it too
@@ -663,6 +715,7 @@ class SearchEngine:
 
     def _reset(self) -> None:
         """Start over from an empty index (corrupt, or asked to)."""
+        self._stop_read_ahead()
         self._drop_tailers()
         if self._db is not None:
             self._db.close()

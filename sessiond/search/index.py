@@ -198,7 +198,23 @@ were removed first)."""
 
 def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries: Iterable[Any]) -> int:
     """Index a session file whole (its previous rows, if any, go first). Returns the docs added."""
-    docs, nodes = _docs_of(entries)
+    return replace_docs(db, meta, sig, *_docs_of(entries))
+
+
+def file_docs(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
+    """A file's texts and parent links, for :func:`replace_docs` (no database needed: the
+    first build's read-ahead thread makes them while the writer inserts the previous file's)."""
+    return _docs_of(entries)
+
+
+def replace_docs(
+    db: sqlite3.Connection,
+    meta: FileMeta,
+    sig: Signature,
+    docs: list[Doc],
+    nodes: list[tuple[str, str | None]],
+) -> int:
+    """:func:`replace_file` with the entries' texts made already (:func:`file_docs`)."""
     title = meta.title or first_user_text(docs)
     fid = _fid(db, meta.path)
     if fid is not None:

@@ -70,7 +70,7 @@ CREATE TABLE docs(
     role TEXT NOT NULL,
     kind TEXT NOT NULL
 );
-CREATE INDEX docs_entry ON docs(fid, entry_id);
+CREATE INDEX docs_file ON docs(fid);
 CREATE TABLE texts(
     id INTEGER PRIMARY KEY,
     text TEXT NOT NULL

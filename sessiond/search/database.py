@@ -6,8 +6,10 @@ files the database's mode), in WAL mode so queries read while the writer thread 
 
 Tables: ``files`` (one row per indexed session file: root, agent, session id, cwd, title, leaf,
 the file's inode, size, mtime and a CRC-32 of its last 4 KiB when it was read, which is how
-a restart knows what did not change, and ``lo``/``hi``, the lowest and highest row id of its
-texts: a filter on files walks the word index over those spans only), ``docs`` (one narrow
+a restart knows what did not change; ``lo``/``hi``, the lowest and highest row id of its
+texts: a filter on files walks the word index over those spans only; ``tip``, its last entry
+when its entries form one chain from a root, in order: a hit in a file whose leaf is its tip is
+on the current branch without walking the file's parents), ``docs`` (one narrow
 row per searchable text of an entry: its file, time, entry id, role and kind — what every
 match is joined with, so it stays small enough to be cached), ``texts`` (the text itself,
 stored once, read only for the page's snippets, substring checks and deletions), ``nodes``
@@ -19,9 +21,11 @@ twice as slow for prefix queries that take 1-2 ms without them) and ``grams``
 (trigram, ``detail=none``, ``columnsize=0``: substring mode asks it with LIKE, which needs
 neither positions nor lengths, at a fraction of the size).
 
-Version 4 moved the text out of ``docs`` (version 3 joined each of a query's 1,000 matches
-with rows holding their whole text: a page read per match, uncached) and gave ``grams`` no
-lengths; the size each part takes is in docs/search.md.
+Version 5 (4 was this branch's first step) moved the text out of ``docs`` (version 3 joined
+each of a query's 1,000 matches with rows holding their whole text: a page read per match,
+uncached), indexes ``docs`` by file only (``nodes`` knows which entries a file has), gave
+``grams`` no lengths, and added ``files.lo``/``hi``/``tip``; the size each part takes is in
+docs/search.md.
 
 A file SQLite cannot read, or one written by another schema version, is moved aside and built
 again, with one log line saying why: the index is a cache of the sessions, never a source.
@@ -38,7 +42,7 @@ from typing import Final
 
 log = logging.getLogger("sessiond.search")
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
 APPLICATION_ID: Final = 0x53534458
 """``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
@@ -59,7 +63,8 @@ CREATE TABLE files(
     mtime INTEGER NOT NULL,
     tail INTEGER NOT NULL,
     lo INTEGER,
-    hi INTEGER
+    hi INTEGER,
+    tip TEXT
 );
 CREATE INDEX files_session ON files(session_id);
 CREATE TABLE docs(

@@ -186,6 +186,7 @@ _FILE_COLUMNS: Final = (
     "tail",
     "lo",
     "hi",
+    "tip",
 )
 _UPSERT_FILE: Final = (
     f"INSERT INTO files(path, {', '.join(_FILE_COLUMNS)}) "
@@ -222,7 +223,6 @@ def replace_docs(
         db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
     db.execute(
         _UPSERT_FILE,
-        # lo, hi (None): set as its texts are inserted
         (
             meta.path,
             meta.root,
@@ -232,8 +232,9 @@ def replace_docs(
             title,
             meta.leaf,
             *_sig_values(sig),
+            None,  # lo and hi: set as its texts are inserted
             None,
-            None,
+            chain_tip(nodes, None),
         ),
     )
     if fid is None:
@@ -241,6 +242,20 @@ def replace_docs(
         assert fid is not None
     _insert(db, fid, docs, nodes)
     return len(docs)
+
+
+def chain_tip(nodes: Sequence[tuple[str, str | None]], start: str | None) -> str | None:
+    """The last entry of ``nodes`` when each one's parent is the entry before it (the first
+    one's, ``start``: ``None`` for a file's first entries), else ``None``. A file that is one
+    chain has every entry on the branch that ends at its tip: most sessions, never rewound nor
+    forked, whose hits then need no walk up their file's parents (1-1.3 ms a file of 1,000
+    entries, 20-45 ms for a first page of hits in as many files)."""
+    previous = start
+    for entry_id, parent in nodes:
+        if parent != previous:
+            return None
+        previous = entry_id
+    return previous
 
 
 def _sig_values(sig: Signature) -> tuple[int, int, int, int]:
@@ -258,10 +273,10 @@ def add_entries(
     """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
     caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
     is marked stale, so the next look at the file reads it again."""
-    row = db.execute("SELECT fid, size, title FROM files WHERE path = ?", (path,)).fetchone()
+    row = db.execute("SELECT fid, size, title, tip FROM files WHERE path = ?", (path,)).fetchone()
     if row is None:
         return False
-    fid, size, title = row
+    fid, size, title, tip = row
     docs, nodes = _docs_of(entries)
     ids = [entry_id for entry_id, _ in nodes]
     marks = ",".join("?" * len(ids))
@@ -273,6 +288,8 @@ def add_entries(
     for (entry_id,) in present:  # seen already (a read of the file that included it)
         _delete_docs(db, "fid = ? AND entry_id = ?", (fid, entry_id))
     _insert(db, fid, docs, nodes)
+    if nodes:  # still one chain only if these go on from its tip
+        tip = None if present or tip is None else chain_tip(nodes, tip)
     if name:
         title = name
     elif not title:
@@ -280,8 +297,8 @@ def add_entries(
     # a stale signature stays stale (size -1): the file must be read whole first
     ino, size, mtime, tail = (-1, -1, -1, -1) if sig is None or size < 0 else _sig_values(sig)
     db.execute(
-        "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ? WHERE fid = ?",
-        (leaf, title, ino, size, mtime, tail, fid),
+        "UPDATE files SET leaf = ?, title = ?, ino = ?, size = ?, mtime = ?, tail = ?, tip = ? WHERE fid = ?",
+        (leaf, title, ino, size, mtime, tail, tip, fid),
     )
     return True
 
@@ -548,8 +565,9 @@ def _search(
     details = {
         int(r[0]): r[1:]
         for r in db.execute(
-            "SELECT d.id, d.entry_id, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, f.title, "
-            f"f.leaf, f.size, f.mtime FROM docs d JOIN files f ON f.fid = d.fid WHERE d.id IN ({marks})",
+            "SELECT d.id, d.entry_id, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, "
+            "f.title, f.leaf, f.size, f.mtime, f.tip FROM docs d JOIN files f ON f.fid = d.fid "
+            f"WHERE d.id IN ({marks})",
             ids,
         )
     }
@@ -558,8 +576,10 @@ def _search(
         info = details.get(int(doc_id))
         if info is None:
             continue
-        entry_id, role, kind, session_id, agent, root, cwd, path, title, leaf, size, mtime = info
-        if fid not in branches:
+        entry_id, role, kind, session_id, agent, root, cwd, path, title, leaf, size, mtime, tip = info
+        if leaf is not None and leaf == tip:  # one chain, its leaf at the end: all of it
+            branches.setdefault(fid, _WHOLE_FILE)
+        elif fid not in branches:
             key = (fid, leaf, size, mtime)  # the file's rows change only with its signature
             cached = None if branch_cache is None or size < 0 else branch_cache.get(key)
             branches[fid] = cached if cached is not None else branch_ids(db, fid, leaf)
@@ -580,10 +600,14 @@ def _search(
                 kind,
                 title,
                 snippets.get(doc_id, ""),
-                entry_id in branches[fid],
+                branches[fid] is _WHOLE_FILE or entry_id in branches[fid],
             )
         )
     return page
+
+
+_WHOLE_FILE: Final[set[str]] = set()
+"""Stands for every entry of a file that is one chain ending at its leaf (:func:`chain_tip`)."""
 
 
 def branch_ids(db: sqlite3.Connection, fid: int, leaf: str | None) -> set[str]:

@@ -248,6 +248,10 @@ class Daemon:
             raise
         return self
 
+    def wait_indexed(self, timeout: float = 600.0) -> float:
+        """See :func:`wait_indexed`."""
+        return wait_indexed(self.socket, timeout)
+
     @property
     def pid(self) -> int:
         assert self.process is not None, "the daemon was not started"
@@ -308,28 +312,59 @@ def wait_until_ready(
 
 def _initialize(sock: Path) -> None:
     """``initialize`` then ``exit`` over NDJSON; returns once the daemon closed the connection."""
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": 1, "clientInfo": {"name": "benchmark-harness"}},
-    }
+    _exchange(sock, [])
+
+
+def _exchange(sock: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``initialize``, then each ``(method, params)`` in turn, then ``exit``, over NDJSON: the
+    answers (``result`` or ``error`` objects) of ``calls``, in order. Notifications are skipped."""
+    initialize = {"protocolVersion": 1, "clientInfo": {"name": "benchmark-harness"}}
+    answers: list[dict[str, Any]] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
         s.connect(str(sock))
-        s.sendall(json.dumps(request).encode() + b"\n")
         buffer = b""
-        while b"\n" not in buffer:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise ConnectionResetError("closed before answering initialize")
-            buffer += chunk
-        answer = json.loads(buffer.split(b"\n", 1)[0])
-        if "result" not in answer:
-            raise RuntimeError(f"the daemon refused initialize: {answer}")
+        for i, (method, params) in enumerate([("initialize", initialize), *calls], start=1):
+            request = {"jsonrpc": "2.0", "id": i, "method": method, "params": params}
+            s.sendall(json.dumps(request).encode() + b"\n")
+            while True:
+                while b"\n" not in buffer:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        raise ConnectionResetError(f"closed before answering {method}")
+                    buffer += chunk
+                line, buffer = buffer.split(b"\n", 1)
+                answer = json.loads(line)
+                if answer.get("id") == i:
+                    break
+            if i == 1:
+                if "result" not in answer:
+                    raise RuntimeError(f"the daemon refused initialize: {answer}")
+            else:
+                answers.append(answer)
         s.sendall(b'{"jsonrpc":"2.0","method":"exit"}\n')
         while s.recv(65536):
             pass
+    return answers
+
+
+def wait_indexed(sock: Path, timeout: float = 600.0) -> float:
+    """Wait until the daemon's first read of the roots is over (the search index and the usage
+    records report ``indexing: null``): a figure of steady work measured while that build
+    still runs measures the build. Returns the seconds waited. A daemon without search or
+    stats (an error answer) counts as done for that part."""
+    t0 = time.monotonic()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search/query", {"query": "indexed", "limit": 1}),
+        ("stats/query", {"groupBy": "daily", "since": "2000-01-01"}),
+    ]
+    while True:
+        answers = _exchange(sock, calls)
+        if all((a.get("result") or {}).get("indexing") is None for a in answers):
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"the daemon's first indexing did not finish within {timeout:g} s: {answers}")
+        time.sleep(0.2)
 
 
 # --------------------------------------------------------------------------- the machine and its load

@@ -132,9 +132,11 @@ export class CostStatus {
   show(totals: Totals, pricesAsOf?: string): void {
     if (!this.enabled()) return;
     this.totals = totals;
-    this.item.text = `$(credit-card) ${money(totals.cost)} today`;
+    // null: none of today's models has a price (a mix adds the priced ones; docs/usage.md)
+    const unpriced = totals.cost === null;
+    this.item.text = `$(credit-card) ${unpriced ? "unpriced" : money(totals.cost)} today`;
     this.item.tooltip =
-      `Today, every agent: ${money(totals.cost)}${totals.cost === null ? " (some models are not priced)" : ""}\n` +
+      `Today, every agent: ${unpriced ? "unpriced (no model used today has a known price)" : money(totals.cost)}\n` +
       `${tokens(totals.totalTokens)} tokens: ${tokens(totals.inputTokens)} in, ${tokens(totals.outputTokens)} out, ` +
       `${tokens(totals.cacheReadTokens)} cache read, ${tokens(totals.cacheCreationTokens)} cache write` +
       (pricesAsOf ? `\nprices as of ${pricesAsOf}` : "") +

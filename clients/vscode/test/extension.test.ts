@@ -461,8 +461,14 @@ describe("the extension against a real daemon", { skip: config === undefined ? "
     }
     assert.ok(totals, String(ext.cost.problem));
     assert.ok(item.shown);
-    assert.match(item.text, /^\$\(credit-card\) \$(\d+\.\d\d|\?|\d+) today$/);
+    assert.match(item.text, /^\$\(credit-card\) (\$\d+\.\d\d|\$\d+|unpriced) today$/);
     assert.match(String(item.tooltip), /^Today, every agent: /);
+    // a day whose every model is unknown to the price registry says so, not "$?" or "$0.00"
+    const seen = ext.cost.totals!;
+    ext.cost.show({ ...seen, cost: null });
+    assert.equal(item.text, "$(credit-card) unpriced today");
+    assert.match(String(item.tooltip), /^Today, every agent: unpriced \(no model used today has a known price\)/);
+    ext.cost.show(seen);
     // live: an answer with usage today moves it (stats_update, or the re-ask after an append)
     const before = ext.cost.totals?.totalTokens ?? 0;
     await ext.client()!.session.append({

@@ -280,10 +280,8 @@ def add_entries(
     docs, nodes = _docs_of(entries)
     ids = [entry_id for entry_id, _ in nodes]
     marks = ",".join("?" * len(ids))
-    # nodes holds every indexed entry of the file (docs are indexed by file only: an index
-    # by entry id cost 0.1x the text for this one look)
     present = db.execute(
-        f"SELECT entry_id FROM nodes WHERE fid = ? AND entry_id IN ({marks})", (fid, *ids)
+        f"SELECT DISTINCT entry_id FROM docs WHERE fid = ? AND entry_id IN ({marks})", (fid, *ids)
     ).fetchall()
     for (entry_id,) in present:  # seen already (a read of the file that included it)
         _delete_docs(db, "fid = ? AND entry_id = ?", (fid, entry_id))

@@ -97,6 +97,11 @@ def daemon_status(conn: Caller) -> M.DaemonStatusResult:
         watching=watching_status(conn),
         files={"notRegular": COUNTS.not_regular, "oversizedLines": COUNTS.oversized_lines},
         admission=daemon.admission_status() if daemon is not None else None,
+        reads={
+            "follow": service.follower.bytes_ingested,
+            "usage": service.stats.bytes_read,
+            "search": service.search.engine.bytes_read,
+        },
     )
 
 

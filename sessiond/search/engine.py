@@ -223,6 +223,10 @@ class SearchEngine:
         """The writer's open readers of files that changed lately (at most :data:`TAILERS`)."""
         self.bytes_read = 0
         """Bytes of session files the writer read to index them (whole files and grown tails)."""
+        self.on_tail: Callable[[str, int, bytes], None] | None = None
+        """Called from the writer thread with what a kept reader read of a grown file (path,
+        file offset, complete lines), for the daemon's other readers of the file (the usage
+        records): a file nobody has open is read once."""
         self._building = False
         self.progress: tuple[int, int] | None = None
         """``(done, total)`` while a build runs, else ``None``."""
@@ -269,6 +273,11 @@ class SearchEngine:
         """Entries were appended to ``path`` (by this daemon, or read from another writer)."""
         self._submitted += 1
         self._queue.put(_Append(path, entries, leaf if type(leaf) is str else None, name, expected_size))
+
+    def follows(self, path: str) -> bool:
+        """Whether the writer keeps a reader of ``path`` (its growth is read from where it was
+        left, and handed to :attr:`on_tail`). A hint: the reader may go before it is used."""
+        return path in self._tailers
 
     def changed(self, path: str) -> None:
         """``path`` may have changed in any way (grown, rewritten, created, deleted)."""
@@ -539,6 +548,9 @@ class SearchEngine:
             return False
         self._tailers.move_to_end(path)
         self.bytes_read += result.bytes_read
+        data, start = getattr(result, "data", None), getattr(result, "start", -1)
+        if self.on_tail is not None and data and start >= 0:
+            self.on_tail(path, start, data)
         leaf = tailer.leaf_id if type(tailer.leaf_id) is str else None
         if not ix.add_entries(db, path, list(result.entries), leaf, tailer.name, sig):
             self._drop_tailer(path)

@@ -71,6 +71,7 @@ class PiFile:
         end = data.rfind(b"\n") + 1
         result.partial_tail = end < len(data)
         result.entries = _parse_lines(data[:end])
+        result.data, result.start = data[:end], self._read_end  # handed to the usage records
         self._read_end += end
         self._take(result.entries)
         return result

@@ -53,9 +53,37 @@ from .views import summary
 from .watcher import FileEvent, Watcher
 
 if TYPE_CHECKING:
+    from ..store.session import IngestResult, PendingAppend
     from .host import SessionHost
 
 log = logging.getLogger("sessiond.watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """What a change added to a file, as the daemon holds it already: the complete lines the
+    follower's ingest read, or the lines the daemon itself wrote."""
+
+    start: int
+    """The file offset of the first byte of :attr:`data`."""
+    data: bytes
+    """Exactly the file's bytes from :attr:`start` (whole lines, each ending with a newline)."""
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.data)
+
+
+def ingested_tail(result: IngestResult) -> Tail | None:
+    """The lines an ingest read, if it kept them."""
+    return Tail(result.start, result.data) if result.data and result.start >= 0 else None
+
+
+def written_tail(pending: PendingAppend | None) -> Tail | None:
+    """The lines an append of the daemon's wrote, if it says (not the first flush)."""
+    if pending is None or not pending.data or pending.start < 0:
+        return None
+    return Tail(pending.start, pending.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +98,13 @@ class FileChange:
     open: bool
     """Whether an open session follows the file: its new entries reach the search index
     through the session (``entries_appended``), so a ``grown`` one need not be read again."""
+    tail: Tail | None = None
+    """What the change added, when the daemon read it (an open session's ingest) or wrote it
+    (``written``): a listener takes it from here instead of reading the file again. ``None``:
+    a listener that wants the new bytes reads them itself (a file nobody has open, a rewrite,
+    a first flush, a replica's growth)."""
+    size: int | None = None
+    """The file's size the watcher saw (``None``: not a watcher's event)."""
 
 
 class Follower:
@@ -107,9 +142,12 @@ class Follower:
         self.enabled = config.enabled
         self.listeners: list[Callable[[FileChange], None]] = []
         """The one hook of changed session files (the usage records and the search index):
-        told every watcher event (before it is followed), the daemon's own writes and OpenCode's
-        database after a commit, each a :class:`FileChange`. Called on the event loop, so each
-        must be quick."""
+        told every watcher event (an open session's growth after its ingest, with the lines it
+        read; any other event before it is followed), the daemon's own writes (with the lines
+        written) and OpenCode's database after a commit, each a :class:`FileChange`. Called on
+        the event loop, so each must be quick."""
+        self.bytes_ingested = 0
+        """Bytes of session files open sessions read to follow their growth (``daemon/status``)."""
         self._sweeping: anyio.CancelScope | None = None
         """With following disabled, the memory sweep that :meth:`run` does instead (cancelled by
         :meth:`stop`)."""
@@ -265,16 +303,21 @@ class Follower:
         if size is not None:
             self._watcher(host.root).track(host.session.path, size)
         if host.session.read_only is None:
-            host.after_write = lambda: self.written(host)
+            host.after_write = lambda pending: self.written(host, pending)
 
-    def written(self, host: SessionHost) -> None:
+    def written(self, host: SessionHost, pending: PendingAppend | None = None) -> None:
+        """The daemon wrote the session's file: ``pending`` says what (``None``: not known,
+        e.g. a replica that grew from its stream)."""
+        path = host.session.path
         size = host.session.file_size()
         if size is not None:
-            self._watcher(host.root).expect(host.session.path, size)
-        self._tell(Path(host.session.path), "written", True)
+            self._watcher(host.root).expect(path, size)
+        self._tell(path if isinstance(path, Path) else Path(path), "written", True, written_tail(pending))
 
-    def _tell(self, path: Path, kind: str, open_: bool) -> None:
-        change = FileChange(path, kind, open_)
+    def _tell(
+        self, path: Path, kind: str, open_: bool, tail: Tail | None = None, size: int | None = None
+    ) -> None:
+        change = FileChange(path, kind, open_, tail, size)
         for listener in self.listeners:
             listener(change)
 
@@ -286,10 +329,15 @@ class Follower:
     async def on_events(self, events: list[FileEvent]) -> None:
         for event in events:
             host = self.registry.host_at(event.path)
-            self._tell(event.path, event.kind, host is not None)
+            # An open session's growth is told once its ingest read it, with what was read:
+            # the listeners need not read the same bytes again. Anything else before.
+            ingests = host is not None and event.kind in ("grown", "created")
+            if not ingests:
+                self._tell(event.path, event.kind, host is not None, size=event.size)
+            tail: Tail | None = None
             try:
                 if host is not None:
-                    await self._follow(host, event)
+                    tail = await self._follow(host, event)
                 self._list_update(event)
             except (SessiondError, OSError) as exc:
                 message = exc.message if isinstance(exc, SessiondError) else str(exc)
@@ -297,24 +345,31 @@ class Follower:
                     self.registry.tell(host.id, WARNING, f"cannot follow a change to {event.path}: {message}")
                 else:
                     log.warning("%s: %s", event.path, message)
+            finally:
+                if ingests:
+                    self._tell(event.path, event.kind, True, tail, event.size)
 
-    async def _follow(self, host: SessionHost, event: FileEvent) -> None:
+    async def _follow(self, host: SessionHost, event: FileEvent) -> Tail | None:
+        """Bring the open session in step with its file; the lines its ingest read, if any
+        (``None`` too when the file must be read again whole: it was rewritten or replaced)."""
         session = host.session
         if event.kind == "deleted":
             self._publish_change(host, "deleted", None, host.session.entry_count)
             self.registry.drop_host(host)
-            return
+            return None
         if event.kind in ("grown", "created"):
             result = await anyio.to_thread.run_sync(session.ingest)
+            self.bytes_ingested += result.bytes_read
             if result.reload_required is None:
                 if result.entries:
                     self.registry.changed(host)  # file snapshots may have arrived, for one
                     host.announce_external(result.entries)
-                return
+                return ingested_tail(result)
             kind = "replaced" if "replaced" in result.reload_required else "rewritten"
         else:
             kind = event.kind
         await self._reload(host, kind)
+        return None
 
     async def _reload(self, host: SessionHost, reason: str) -> None:
         previous_leaf, previous_count = host.session.leaf_id, host.session.entry_count

@@ -52,8 +52,9 @@ class SessionHost:
         self.users: set[int] = set()
         """Connections that loaded or wrote the session (it stays open while any does)."""
         self._last_usage: dict[str, Any] | None = None
-        self.after_write: Callable[[], None] | None = None
-        """Called after each write of the daemon's (the watcher expects the new size)."""
+        self.after_write: Callable[[PendingAppend | None], None] | None = None
+        """Called after each write of the daemon's, with what it wrote (``None``: not known):
+        the watcher expects the new size, the usage records take the lines written."""
         self.root: Any = None
         """The :class:`~sessiond.service.roots.Root` the session's file lives in."""
         self.on_broken: Callable[[Session], Awaitable[None]] | None = None
@@ -125,7 +126,7 @@ class SessionHost:
             self.announce(entry_ids(backlog), external=True)
         self.announce(pending.entry_ids)
         if self.after_write is not None:
-            self.after_write()
+            self.after_write(pending)
 
     async def complete(self, pending: PendingAppend) -> list[str]:
         """Publish what ``pending`` wrote, then wait (off the loop) until it is durable.

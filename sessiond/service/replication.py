@@ -60,7 +60,7 @@ class Replication:
                     host.announce_external(entries)
                     self.registry.changed(host)
                     if host.after_write is not None:
-                        host.after_write()  # the replica grew: no echo from the file watcher
+                        host.after_write(None)  # the replica grew: no echo from the file watcher
 
         def start() -> None:
             task = loop.create_task(pump())

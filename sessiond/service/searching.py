@@ -11,11 +11,13 @@ files (the engine compares every file's signature).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -53,6 +55,9 @@ log = logging.getLogger("sessiond.search")
 
 AGENTS: Final = {"pi": "pi", "claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
 _READ_ONLY: Final = "it is opened read-only to be indexed for search"
+HAND_OVER_AT: Final = 256
+"""Entries that are handed to the engine at once, without waiting for the turn of the event
+loop to end (a caller appending many times without yielding to the loop)."""
 
 
 class CatalogSource(SessionSource):
@@ -238,21 +243,59 @@ class Searching:
             path or index_path(config.layout.root), self.source, exclude=config.search.exclude
         )
         self._started = False
+        self.on_tail: Callable[[str, int, bytes], None] | None = None
+        """Told, on the event loop, what the index's kept reader read of a grown file nobody
+        has open (path, file offset, complete lines): the usage records take it from there
+        (set by the service before :meth:`start`)."""
+        self._appends: dict[str, _Batch] = {}
+        """Entries announced in this turn of the event loop, by path, handed to the engine
+        together at its end (:meth:`_hand_over`)."""
+        self._handing = False
 
     def start(self) -> None:
         if self.enabled and not self._started:
             self._started = True
+            self._hand_tails()
             self.engine.start()
 
     def close(self) -> None:
         if self._started:
+            self._hand_over()
             self.engine.close()
             self._started = False
+
+    def _hand_tails(self) -> None:
+        """Pass the engine's read tails on to :attr:`on_tail`, from its writer thread to the
+        event loop (the one running now; without one, nothing is passed on)."""
+        hand = self.on_tail
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if hand is None:
+            return
+
+        def tail(path: str, start: int, data: bytes) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the daemon is stopping
+                loop.call_soon_threadsafe(hand, path, start, data)
+
+        self.engine.on_tail = tail
+
+    def follows(self, path: str) -> bool:
+        """Whether the index keeps a reader of ``path``, so that what it grows by will be
+        handed to :attr:`on_tail` (a hint: the reader may be let go before it is used)."""
+        return self._started and self.engine.on_tail is not None and self.engine.follows(path)
 
     # ------------------------------------------------------------------ hooks (event loop)
 
     def entries(self, host: Any, entry_ids: list[str]) -> None:
-        """A host announced entries: index them (the registry's ``on_entries``)."""
+        """A host announced entries: index them (the registry's ``on_entries``).
+
+        The announcements of one turn of the event loop go to the engine together, one batch
+        per file, when the turn ends: many clients appending at once then cost the writer
+        thread one wake-up, one look at the file's signature and one insert per turn, not per
+        append (and the loop one hand-over to another thread). Any other event for the engine
+        hands them over first, so the engine sees everything in order."""
         if not self._started or not entry_ids:
             return
         session = host.session
@@ -261,13 +304,29 @@ class Searching:
             (e.get("name") for e in reversed(entries) if type(e) is dict and e.get("type") == "session_info"),
             None,
         )
-        self.engine.appended(
-            os.fspath(session.path),
-            entries,
-            session.leaf_id,
-            name if type(name) is str else None,
-            session.file_size(),
-        )
+        path = os.fspath(session.path)
+        batch = self._appends.get(path)
+        if batch is None:
+            batch = self._appends[path] = _Batch([], None, None, None)
+        batch.entries.extend(entries)
+        batch.leaf, batch.size = session.leaf_id, session.file_size()
+        if type(name) is str:
+            batch.name = name
+        if len(batch.entries) >= HAND_OVER_AT:
+            self._hand_over()
+        elif not self._handing:
+            try:
+                asyncio.get_running_loop().call_soon(self._hand_over)
+                self._handing = True
+            except RuntimeError:  # no event loop (a tool, a test): at once
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the engine the entries announced since the last hand-over."""
+        self._handing = False
+        appends, self._appends = self._appends, {}
+        for path, batch in appends.items():
+            self.engine.appended(path, batch.entries, batch.leaf, batch.name, batch.size)
 
     def opened(self, host: Any) -> None:
         """A session was opened (the registry's ``on_open``): the writer compares its file with
@@ -276,6 +335,7 @@ class Searching:
         without this look, a daemon would not index a shared session it serves until a restart.
         Costs a ``stat`` and a 4 KiB read when the index has the file already."""
         if self._started:
+            self._hand_over()
             self.engine.changed(os.fspath(host.session.path))
 
     def file_changed(self, change: FileChange) -> None:
@@ -285,6 +345,7 @@ class Searching:
         grown tail of a file it read lately: ``SearchEngine``'s kept readers)."""
         if not self._started or change.kind == "written" or (change.open and change.kind == "grown"):
             return
+        self._hand_over()
         if change.kind == "committed":  # OpenCode's database: which sessions, no file says
             root = self.source.catalog.root_of(change.path)
             self.engine.rescan(root.name, lambda: list(self.source.root_files(root)))
@@ -293,6 +354,7 @@ class Searching:
 
     def removed(self, path: Path) -> None:
         if self._started:
+            self._hand_over()
             self.engine.removed(os.fspath(path))
 
     # ------------------------------------------------------------------ search/query
@@ -315,6 +377,7 @@ class Searching:
         offset = decode_cursor(p.cursor) if p.cursor is not None else 0
         if p.sessionId is not None and known_session is not None:
             await known_session(p.sessionId)
+        self._hand_over()  # what was announced before the query is found by it
         if p.rebuild:
             self.engine.rebuild()
             await anyio.to_thread.run_sync(self.engine.flush)
@@ -364,6 +427,17 @@ class Searching:
             role=p.role,
             session_id=p.sessionId,
         )
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Entries announced for one file in one turn of the event loop, with the newest leaf,
+    name and file size."""
+
+    entries: list[Any]
+    leaf: Any
+    name: str | None
+    size: int | None
 
 
 def _iso(ms: int) -> str | None:

@@ -85,7 +85,7 @@ class Service:
         self.follower = Follower(self.registry, self.listing, config.watch)
         self.stats = UsageFeed(config, self.hub)
         """Usage and cost of every agent (``stats/*``, ``stats_update``)."""
-        self.follower.listeners.append(lambda change: self.stats.changed(change.path))
+        self.follower.listeners.append(self.stats.changed)
         self.file_history = FileHistoryService(
             self.registry, self.layout.root / "file-history", config, self.store.blobs
         )
@@ -104,6 +104,10 @@ class Service:
         registry.on_entries.append(self.search.entries)
         registry.on_open.append(self.search.opened)
         self.follower.listeners.append(self.search.file_changed)
+        # A file nobody has open: the index's kept reader reads what it grew by and hands it
+        # to the usage records, which wait for it rather than read it too.
+        self.search.on_tail = self.stats.handed
+        self.stats.handed_over_by = self.search.follows
         BUDGET.configure(config.memory.budget_mb << 20, config.memory.idle_seconds)
 
     # ------------------------------------------------------------------ the registry's

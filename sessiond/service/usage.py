@@ -4,8 +4,13 @@ The records live in :class:`sessiond.usage.index.UsageIndex` (``<store>/usage.sq
 daemon builds it once in a worker thread when it starts (a restart reads only files that
 changed), then keeps it in step from the follower's one hook (:attr:`Follower.listeners`): a
 followed file that grew (another agent's transcript, a file another program appended to) and
-the daemon's own appends name their path; the paths are collected and read together in a
-worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
+the daemon's own appends name their path and, where the daemon holds them, the lines added
+(what an open session's ingest read, what the daemon wrote: :class:`~.following.Tail`), which
+are parsed from there instead of read again (:meth:`UsageIndex.feed`). A file nobody has open
+that grew is read by the search index's kept reader, which hands the lines over
+(:meth:`UsageFeed.handed`); the feed waits for them (at most :attr:`UsageFeed.HANDOVER_WAIT`).
+The other paths are read from where they were left. The changes are collected and taken in
+together in a worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
 connection whose numbers changed gets one ``stats_update`` (``session/update`` with
 ``sessionUpdate: "stats_update"``; the envelope's ``sessionId`` is the subscribed session's id,
 or ``""`` when the subscription names none).
@@ -14,6 +19,9 @@ or ``""`` when the subscription names none).
 from __future__ import annotations
 
 import logging
+import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
@@ -21,11 +29,12 @@ from typing import Any, Final
 
 import anyio
 
-from ..usage.index import DB_FILE, Source, UsageIndex
+from ..usage.index import DB_FILE, READS, Source, UsageIndex
 from ..usage.prices import PriceBook
 from ..usage.registry import registry_window
 from ..usage.report import Query, run, today_totals, zone
 from .config import Config
+from .following import FileChange, Tail
 from .hub import Hub
 from .peer import Peer
 
@@ -56,23 +65,94 @@ class _Subscription:
 class UsageFeed:
     THROTTLE: Final = 0.2
     """Seconds between two reads of changed files (and so between two ``stats_update``)."""
+    HANDOVER_WAIT: Final = 1.0
+    """Seconds a grown file nobody has open waits for the search index's reader to hand over
+    what it read (:meth:`handed`, usually within milliseconds) before it is read here after
+    all (the reader was let go meanwhile, the lines are not complete yet)."""
 
     def __init__(self, config: Config, hub: Hub) -> None:
         self.config = config
         self.hub = hub
         self._index: UsageIndex | None = None
-        self._pending: set[Path] = set()
+        self._pending: dict[str, list[tuple[int, bytes]] | None] = {}
+        """The changed files, each with the lines the daemon handed over (in file order), or
+        ``None``: read it."""
         self._wake = anyio.Event()
         self._subs: dict[int, _Subscription] = {}
+        self.handed_over_by: Callable[[str], bool] | None = None
+        """Whether another reader of the daemon (the search index's kept reader) will hand
+        over what a file nobody has open grew by (set by the service; ``None``: nobody)."""
+        self._awaited: dict[str, tuple[int, float]] = {}
+        """Grown files whose new lines another reader is to hand over: the size to cover and
+        until when to wait for it (:data:`HANDOVER_WAIT`)."""
         self.progress: tuple[int, int] | None = (0, 0)
         """(files read, files) while the first build runs, then ``None``."""
 
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of session files read for the records since the start (``daemon/status``)."""
+        return READS.bytes
+
     # ------------------------------------------------------------------ the hook
 
-    def changed(self, path: Path) -> None:
-        """A session file grew or changed (called on the event loop; cheap: no I/O here)."""
-        self._pending.add(Path(path))
+    def changed(self, change: FileChange) -> None:
+        """A session file grew or changed (the follower's hook, on the event loop; cheap: no
+        I/O here). Its lines are kept when the change carries them and every earlier change
+        of the file since the last update did too; one change without them means a read of
+        the file (which covers the lines handed over as well)."""
+        path = os.fspath(change.path)  # str keys: hashing a Path costs more than the rest here
+        tail = change.tail
+        if tail is None and self._hands_over(change):
+            size = max(change.size or 0, self._awaited.get(path, (0, 0.0))[0])
+            due = self._awaited.get(path, (0, time.monotonic() + self.HANDOVER_WAIT))[1]
+            self._awaited[path] = (size, due)
+            self._pending.setdefault(path, [])
+        elif tail is None:
+            self._pending[path] = None
+        else:
+            kept = self._pending.setdefault(path, [])
+            if kept is not None:
+                kept.append((tail.start, tail.data))
         self._wake.set()
+
+    def _hands_over(self, change: FileChange) -> bool:
+        """Whether another reader hands over what ``change`` added (a file nobody has open
+        that grew, followed by the search index's kept reader)."""
+        return (
+            change.kind == "grown"
+            and not change.open
+            and change.size is not None
+            and self.handed_over_by is not None
+            and self.handed_over_by(os.fspath(change.path))
+        )
+
+    def handed(self, path: str, start: int, data: bytes) -> None:
+        """Another reader read what ``path`` grew by (on the event loop): taken from here."""
+        self.changed(FileChange(Path(path), "grown", False, Tail(start, data)))
+        awaited = self._awaited.get(path)
+        if awaited is not None and start + len(data) >= awaited[0]:
+            del self._awaited[path]
+
+    def _take(self) -> dict[str, list[tuple[int, bytes]] | None]:
+        """The changes to take in now: all but the files whose growth is still to be handed
+        over (within :data:`HANDOVER_WAIT`; after it, they are read)."""
+        now = time.monotonic()
+        ready: dict[str, list[tuple[int, bytes]] | None] = {}
+        for path, tails in list(self._pending.items()):
+            awaited = self._awaited.get(path)
+            if awaited is not None and now >= awaited[1]:
+                del self._awaited[path]
+                ready[path] = None  # not handed over in time: read (the tails kept too)
+                del self._pending[path]
+                continue
+            if tails == []:
+                continue  # still to be handed over
+            ready[path] = tails
+            if awaited is None:
+                del self._pending[path]
+            else:
+                self._pending[path] = []
+        return ready
 
     # ------------------------------------------------------------------ running
 
@@ -100,13 +180,15 @@ class UsageFeed:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            paths, self._pending = self._pending, set()
+            paths = self._take()
             if paths:
                 try:
                     await anyio.to_thread.run_sync(_update, index, paths)
                 except Exception:
                     log.exception("usage: reading %d changed files failed", len(paths))
                 await self._notify()
+            if self._pending:
+                self._wake.set()  # growth still to be handed over: looked at again
             await anyio.sleep(self.THROTTLE)
 
     def close(self) -> None:
@@ -155,9 +237,12 @@ class UsageFeed:
                 sub.peer.send_update(sub.session_id or "", {"sessionUpdate": "stats_update", **numbers})
 
 
-def _update(index: UsageIndex, paths: set[Path]) -> None:
-    for path in paths:
-        index.update_path(path)
+def _update(index: UsageIndex, changes: dict[str, list[tuple[int, bytes]] | None]) -> None:
+    for path, tails in changes.items():
+        if tails is None:
+            index.update_path(Path(path))
+        else:
+            index.feed(Path(path), tails)
 
 
 def _numbers(index: UsageIndex, sub: _Subscription) -> dict[str, Any]:

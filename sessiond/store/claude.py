@@ -41,6 +41,7 @@ from ..formats.claude_code import (
 )
 from ..formats.claude_code.live import LiveTranscript
 from ..formats.claude_code.reconstruct import resumed_chain
+from ..formats.lines import OversizedLine
 from ..formats.pi import paused_gc
 from ..model.js import UNDEFINED, get, key, truthy
 from ..model.projection import ContextSettings, ProjectedEntry, Projection
@@ -377,9 +378,12 @@ class ClaudeSession(IndexedSession):
             lines = BoundedLines(
                 self._fd, self._read_end, size, describe_claude, skip_scanned=self._skip_scanned
             )
+            skipped = self._skip_scanned is not None
             pieces = list(lines)
             self._skip_scanned = lines.skip_scanned
             end = lines.pos - self._read_end
+            if end and not skipped and not any(type(p) is OversizedLine for p in pieces):
+                result.data, result.start = b"".join(pieces), self._read_end
             result.bytes_read = size - self._read_end
             result.partial_tail = lines.pos < size
             if not end:

@@ -173,13 +173,17 @@ class CodexSession(ForeignSession):
             size = grown_to(self.path, self._inode, start, result)
             if size is None or size == start:
                 return result
+            skipped = self._skip_scanned is not None
             with open_regular(self.path) as f:
                 lines = BoundedLines(f.fileno(), start, size, describe_plain, skip_scanned=self._skip_scanned)
                 pieces = list(lines)
             self._skip_scanned = lines.skip_scanned
             result.bytes_read = size - start
             before = len(self.rollout.records)
-            extend_rollout(self.rollout, b"".join(pieces))
+            data = b"".join(pieces)
+            if not skipped and not any(type(p) is OversizedLine for p in pieces):
+                result.data, result.start = data, start
+            extend_rollout(self.rollout, data)
             _bounded(self.rollout, lines, pieces, size)
             result.partial_tail = self.rollout.diagnostics.torn_tail
             new_records = self.rollout.records[before:]

@@ -132,6 +132,22 @@ ON CONFLICT(agent, key) DO UPDATE SET model = excluded.model, ts = excluded.ts,
 """
 
 
+class _ReadCount:
+    """Bytes of session files this process read for usage records (``daemon/status``): what a
+    fed growth (:meth:`UsageIndex.feed`) saves shows here as bytes not read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.bytes = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.bytes += n
+
+
+READS = _ReadCount()
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """A root to read: its name (the ``agent`` of its records), its format and directory."""
@@ -364,6 +380,54 @@ class UsageIndex:
             path = source.path / opencode.DB_NAME
         return self.update(source, path)
 
+    def feed(self, path: Path, tails: list[tuple[int, bytes]]) -> set[tuple[str, str]]:
+        """Take what a file grew by from bytes the daemon holds already (``(file offset,
+        complete lines)`` in file order: what an open session's ingest read, what the daemon
+        appended), not from the file; the sessions that got records.
+
+        Used only where it continues exactly what was read of the same file (its inode, the
+        offset reached); anything else — a file never read, replaced, shrunk, a gap (a line
+        the daemon did not hand over), a database — is read from the file as :meth:`update`
+        does. Bytes read already (a read got there first) are skipped. A ``stat`` stores the
+        file's signature, so a later look at the unchanged file reads nothing."""
+        source = self.source_of(path)
+        if source is None:
+            return set()
+        if source.format == "opencode":
+            return self.update_path(path)
+        key = str(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return self.update(source, path)
+        with self._lock:
+            row = self.db.execute(
+                "SELECT offset, inode, head, state FROM files WHERE path = ?", (key,)
+            ).fetchone()
+        if row is None or not stat.S_ISREG(st.st_mode) or row[1] != st.st_ino or st.st_size < row[0]:
+            return self.update(source, path)
+        offset, head = int(row[0]), bytes(row[2])
+        state: dict[str, Any] = orjson.loads(row[3])
+        sessions: dict[str, SessionInfo] = {}
+        records: list[Record] = []
+        for start, data in tails:
+            end = start + len(data)
+            if end <= offset:
+                continue  # read already
+            if start != offset or end > st.st_size:
+                return self.update(source, path)  # a gap, or bytes the file no longer has
+            records.extend(_parse(source, path, data, start, state, sessions))
+            offset = end
+        if offset == row[0]:
+            return set()
+        if len(records) > 1:  # the same key again: the last wins (as in read_file)
+            records = list({r.key: r for r in records}.values())
+        # the file's signature only when it ends where the lines did (else a later look reads on)
+        sig = (st.st_size, st.st_mtime_ns, st.st_ino) if st.st_size == offset else (offset, 0, st.st_ino)
+        plan = _Plan(source, path, sig, True, True, int(row[0]), head, state)
+        with self._tx():
+            return self._write(plan, (records, offset, head, state, sessions))
+
     def update(self, source: Source, path: Path) -> set[tuple[str, str]]:
         """Read ``path`` from where it was left (or whole); the sessions that got records."""
         plan = self._plan(source, path)
@@ -527,6 +591,7 @@ def _read_records(
             chunk = f.read(CHUNK)
             if not chunk:
                 break
+            READS.add(len(chunk))
             end = chunk.rfind(b"\n")
             if end < 0:
                 if skipping:

@@ -93,6 +93,21 @@ class StatusFiles(Result):
     )
 
 
+class StatusReads(Result):
+    follow: int = Field(
+        description="Bytes open sessions read since the start to take in what other programs appended to their files."
+    )
+    usage: int = Field(
+        description="Bytes of session files read for the usage records since the start (their build, files nobody "
+        "has open, changes whose lines no open session read); lines an open session read or the daemon wrote "
+        "are handed over, not read again."
+    )
+    search: int = Field(
+        description="Bytes of session files the search index read since the start (its build, files nobody has "
+        "open); entries an open session read or the daemon wrote are handed over, not read again."
+    )
+
+
 class StatusAdmission(Result):
     anonymous: int = Field(
         description="Connections open now that have not completed `initialize` (TCP and WebSocket: not authenticated)."
@@ -133,6 +148,11 @@ class DaemonStatusResult(Result):
     )
     admission: StatusAdmission | None = Field(
         None, description="Who is let in: connections not yet initialized, refused, timed out."
+    )
+    reads: StatusReads | None = Field(
+        None,
+        description="Bytes of session files read since the start, per reader: what a file grew by is read by one "
+        "of them and handed to the others.",
     )
 
 

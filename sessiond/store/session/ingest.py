@@ -37,6 +37,12 @@ class IngestResult:
     """A last line without its newline was left for later."""
     reload_required: str | None = None
     """Why the file cannot be followed incrementally (truncated, replaced, deleted)."""
+    data: bytes | None = None
+    """The complete lines read, exactly the file's bytes from :attr:`start` (``None``: not
+    kept, e.g. a line over the limit stood in by a placeholder): the daemon hands them to the
+    other readers of the file (the usage records) so that a growth is read once."""
+    start: int = -1
+    """The file offset of :attr:`data`'s first byte."""
 
 
 class FollowedSession(CachedContext):
@@ -166,6 +172,7 @@ class FollowedSession(CachedContext):
             self.diagnostics.unparsable_lines += diag.unparsable_lines
             self.diagnostics.falsy_lines += diag.falsy_lines
             self._scan_end = start + len(complete)
+            result.data, result.start = complete, start
             result.partial_tail = bool(rest)
             self._journal.observe_external_growth(self._scan_end, ends_with_newline=True)
             return result

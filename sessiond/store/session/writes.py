@@ -52,6 +52,12 @@ class PendingAppend:
     journal: Journal | None
     """Set when the acknowledgement must wait for the lines to reach the disk."""
     end: int | None
+    start: int = -1
+    """The file offset where the entries' lines begin (-1: not written to the file yet)."""
+    data: bytes | None = None
+    """The lines written, exactly the file's bytes from :attr:`start` (``None``: not a plain
+    append, e.g. the first flush that creates the file): the daemon hands them to the other
+    readers of the file (the usage records), which then need not read them back."""
 
     @property
     def needs_sync(self) -> bool:
@@ -358,7 +364,7 @@ class WritableSession(FollowedSession):
             self._extend_light_context(entry.get("parentId"), light, is_new_id, entry)
             offset += len(line)
         self._scan_end = end
-        return PendingAppend(ids, self._journal if mode is Durability.FSYNC else None, end)
+        return PendingAppend(ids, self._journal if mode is Durability.FSYNC else None, end, start, data)
 
     @staticmethod
     def _is_conversation(e: Any) -> bool:

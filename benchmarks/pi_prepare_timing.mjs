@@ -8,8 +8,9 @@
 // Like pi_load.mjs it deep-imports Pi's dist/core modules by file URL, points
 // PI_CODING_AGENT_DIR at a throw-away dir and sets PI_OFFLINE=1. The file is copied into a temp
 // dir first because SessionManager.open() may repair it. Not timed: the import, the copy,
-// SessionManager.open(copy, dir) (reported as openMs) and manager.getBranch(). Timed, RUNS times
-// each (every sample is reported, and the median):
+// SessionManager.open(copy, dir) (reported as openMs; with manager.buildSessionContext() after it,
+// contextMs: Pi's load + context) and manager.getBranch(). Timed, RUNS times each (every sample
+// is reported, and the median; the first prepare is prepareRuns[0]):
 //   prepare   = prepareCompaction(branch, {enabled, reserveTokens: RESERVE, keepRecentTokens: KEEP})
 //   serialize = serializeConversation(convertToLlm(prep.messagesToSummarize))
 // Prints one JSON object on stdout.
@@ -57,6 +58,10 @@ try {
 	const t0 = performance.now();
 	const manager = SessionManager.open(copy, work);
 	const openMs = performance.now() - t0;
+	// Pi's load + context (what issue 30 compares Session.open with), then the branch (untimed).
+	const t1 = performance.now();
+	manager.buildSessionContext();
+	const contextMs = performance.now() - t1;
 	const branch = manager.getBranch();
 
 	const prepareRuns = [];
@@ -77,6 +82,8 @@ try {
 	}
 	const result = {
 		openMs,
+		contextMs,
+		loadContextMs: openMs + contextMs,
 		branchEntries: branch.length,
 		prepared: Boolean(prep),
 		prepareMs: median(prepareRuns),

@@ -96,8 +96,11 @@ def prepare_compaction(
     if projection is None:
         projection = project(path)
     projected = projection.entries
+    # Pi's findIndex over every projected entry; only the first can match: a projection gives
+    # a compaction after the first no messages (project_entries; appends extend it otherwise
+    # only by entries that are no compaction).
     prev_index = next(
-        (i for i, p in enumerate(projected) if get(p.source, "type") == E.COMPACTION and p.messages), -1
+        (i for i, p in enumerate(projected[:1]) if get(p.source, "type") == E.COMPACTION and p.messages), -1
     )
     previous_summary: Any = UNDEFINED
     boundary_start = 0

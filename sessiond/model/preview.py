@@ -14,9 +14,10 @@ PREVIEW_UNITS: Final = 80
 def _clip(text: str, limit: int) -> str:
     # The whitespace-collapsed form of any prefix of ``text`` is a prefix of the collapsed
     # whole; when a short prefix already runs past the limit, its head is the whole's head.
-    # Collapsing every 20 KB tool result in full made previews most of `Session.open` (issue 30).
-    if len(text) > 8 * limit:
-        flat = " ".join(text[: 4 * limit].split())
+    # Collapsing every 20 KB tool result in full made previews most of `Session.open`; half of
+    # it still went to collapsing texts of a few hundred characters (issue 30).
+    if len(text) > 2 * limit:
+        flat = " ".join(text[: 2 * limit].split())
         if utf16_len(flat) > limit:
             return utf16_slice_head(flat, limit - 1) + "…"
     flat = " ".join(text.split())
@@ -25,13 +26,31 @@ def _clip(text: str, limit: int) -> str:
     return utf16_slice_head(flat, limit - 1) + "…"
 
 
+def _text_blocks(content: list[Any]) -> str | None:
+    """``content_text(content)`` when every text block's text is a string (the usual case),
+    without its per-block conversions; ``None`` otherwise."""
+    texts: list[str] = []
+    for block in content:
+        if type(block) is dict and block.get("type") == "text":
+            text = block.get("text")
+            if type(text) is not str:
+                return None
+            texts.append(text)
+    return "\n".join(texts)
+
+
 def _message_preview(message: Any) -> str:
     role = get(message, "role")
     if role == "bashExecution":
         return f"$ {to_string(get(message, 'command'))}"
     content = get(message, "content")
-    text = content_text(content) if type(content) in (str, list) else ""
-    if text.strip():
+    if type(content) is list:
+        text = _text_blocks(content)
+        if text is None:
+            text = content_text(content)
+    else:
+        text = content if type(content) is str else ""
+    if text and not text.isspace():  # text.strip(), without copying a long text
         return text
     if type(content) is list:
         calls = [to_string(get(b, "name")) for b in content if get(b, "type") == "toolCall"]

@@ -131,26 +131,29 @@ def context_entries(path: list[Any]) -> list[Any]:
     # Pi locates the compaction again by id; with duplicate ids that can be an earlier entry.
     latest = index
     cid = key(get(compaction, "id"))
-    for i in range(index + 1):
-        if key(get(path[i], "id")) == cid:
-            index = i
-            break
+    index = next(i for i in range(index + 1) if _id_key(path[i]) == cid)  # (the compaction at worst)
     first_kept = key(get(compaction, "firstKeptEntryId"))
     out: list[Any] = [compaction]
-    found = False
-    for i in range(index):
+    start = next((i for i in range(index) if _id_key(path[i]) == first_kept), index)
+    message, custom = E.MESSAGE, E.CUSTOM
+    for i in range(start, index):
         entry = path[i]
-        if not found and key(get(entry, "id")) == first_kept:
-            found = True
-        if found:
-            t = get(entry, "type")
-            if t == E.MESSAGE and get(entry.get("message"), "role") == "system":
-                continue
-            if t != E.CUSTOM or not E.is_leaf_marker(entry):
-                out.append(entry)
+        t = get(entry, "type")
+        if t == message and get(entry.get("message"), "role") == "system":
+            continue
+        if t != custom or not E.is_leaf_marker(entry):
+            out.append(entry)
     tail = path[index + 1 :]
     out.extend([e for e in tail if not E.is_leaf_marker(e)] if markers or index != latest else tail)
     return out
+
+
+def _id_key(entry: Any) -> Hashable:
+    """``key(get(entry, "id"))``, a string id without the calls (ids are nearly always strings)."""
+    if type(entry) is dict:
+        eid = entry.get("id", UNDEFINED)
+        return eid if type(eid) is str else key(eid)
+    return key(UNDEFINED)
 
 
 def project(path: list[Any]) -> Projection:
@@ -170,15 +173,25 @@ def project_entries(ctx: list[Any], settings: ContextSettings) -> Projection:
             edits[key(entry.get("targetId", UNDEFINED))] = entry
     projected: list[ProjectedEntry] = []
     messages: list[Message] = []
+    add, extend = projected.append, messages.extend
+    message_type, compaction = E.MESSAGE, E.COMPACTION
     for index, source in enumerate(ctx):
-        if index > 0 and get(source, "type") == E.COMPACTION:
-            msgs: list[Message] = []
+        msgs: list[Message]
+        if type(source) is not dict:
+            msgs = []  # (entry_messages: a non-object contributes nothing)
         else:
-            msgs = entry_messages(source)
+            t = source.get("type")
+            message = source.get("message") if t == message_type else None
+            if type(message) is dict and message.get("content") is not None:
+                msgs = [message]  # the usual entry, as entry_messages gives it, without the call
+            elif index > 0 and t == compaction:
+                msgs = []
+            else:
+                msgs = entry_messages(source)
             if edits:
-                edit = edits.get(key(get(source, "id")))
+                edit = edits.get(key(source.get("id", UNDEFINED)))
                 if edit is not None:
                     msgs = apply_replacement(msgs, edit)
-        projected.append(ProjectedEntry(source, msgs))
-        messages.extend(msgs)
+        add(ProjectedEntry(source, msgs))
+        extend(msgs)
     return Projection(projected, messages, settings)

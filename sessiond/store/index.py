@@ -172,6 +172,25 @@ class _BodyCache:
             self.used -= freed
         self._report(now)
 
+    def take(self, positions: list[int], out: list[Any], missing: list[tuple[int, int]]) -> None:
+        """:meth:`get` of many positions at once (one clock read, one report): what is held goes
+        to ``out`` at the same index, what is not to ``missing`` as ``(position, index)``."""
+        items = self._items
+        if not items:
+            missing.extend((pos, i) for i, pos in enumerate(positions))
+            return
+        now = time.monotonic()
+        move = items.move_to_end
+        for i, pos in enumerate(positions):
+            item = items.get(pos)
+            if item is None:
+                missing.append((pos, i))
+                continue
+            items[pos] = (item[0], item[1], now)
+            move(pos)
+            out[i] = item[0]
+        self._report(now)
+
     def forget(self, pos: int) -> None:
         old = self._items.pop(pos, None)
         if old is not None:
@@ -327,13 +346,33 @@ class SessionIndex:
 
     def full_path(self, path: list[Any]) -> list[Any]:
         """The full entries of a path; what is not cached is read in few large reads."""
+        return self.full_path_sized(path)[0]
+
+    def full_path_sized(self, path: list[Any]) -> tuple[list[Any], int]:
+        """:meth:`full_path`, and the length of the lines its entries come from (what a
+        projection of them holds, for the memory budget), from one lookup of each position."""
+        at, positions = self._positions(path)
+        lengths = self.lengths
+        size = sum(lengths[pos] for pos in positions)
         if len(path) < _BATCH_MIN or self.read_body is None:
-            return [self.full(e) for e in path]
+            return [self.full(e) for e in path], size
         out: list[Any] = list(path)  # non-object lines are their own full form
-        at = [i for i, light in enumerate(path) if type(light) is dict]
-        for i, entry in zip(at, self._full_positions([self.position(path[i]) for i in at]), strict=True):
+        for i, entry in zip(at, self._full_positions(positions), strict=True):
             out[i] = entry
-        return out
+        return out, size
+
+    def _positions(self, path: list[Any]) -> tuple[list[int], list[int]]:
+        """The indexes in ``path`` of its light entries (objects) and their file positions
+        (:meth:`position` inlined: a long path looks up tens of thousands)."""
+        at: list[int] = []
+        positions: list[int] = []
+        by_key = self._pos_by_key
+        for i, light in enumerate(path):
+            if type(light) is dict:
+                eid = light.get("id", UNDEFINED)
+                at.append(i)
+                positions.append(by_key[eid if type(eid) is str else key(eid)])
+        return at, positions
 
     def _full_positions(self, positions: list[int]) -> list[Any]:
         """The full entries at file positions; what is not cached is read in few large reads."""
@@ -341,14 +380,24 @@ class SessionIndex:
             return [self.full_at(pos) for pos in positions]
         out: list[Any] = [None] * len(positions)
         missing: list[tuple[int, int]] = []  # (file position, index in out)
-        for i, pos in enumerate(positions):
-            entry = self._resident.get(pos)
-            if entry is None:
-                entry = self._cache.get(pos)
-            if entry is None:
-                missing.append((pos, i))
-            else:
-                out[i] = entry
+        resident = self._resident
+        if resident:
+            uncached: list[tuple[int, int]] = []
+            for i, pos in enumerate(positions):
+                entry = resident.get(pos)
+                if entry is None:
+                    uncached.append((pos, i))
+                else:
+                    out[i] = entry
+            if uncached:
+                found: list[Any] = [None] * len(uncached)
+                self._cache.take([pos for pos, _ in uncached], found, missing)
+                missing = [uncached[j] for _, j in missing]
+                for (_, i), entry in zip(uncached, found, strict=True):
+                    if entry is not None:
+                        out[i] = entry
+        else:
+            self._cache.take(positions, out, missing)
         if missing:
             missing.sort()
             # What the cache would only take in to evict again before this read ends (a context

@@ -19,9 +19,11 @@ import pytest
 from sessiond.compaction import cut_points
 from sessiond.compaction import extractive as X
 from sessiond.compaction.cut_points import CUT_POINT_ROLES, find_cut_point, find_projected_cut_point
+from sessiond.compaction.file_ops import FileOps
 from sessiond.model import entries as E
-from sessiond.model.js import UNDEFINED, get, utf16_len, utf16_slice_head
-from sessiond.model.preview import _clip
+from sessiond.model.js import UNDEFINED, get, to_string, utf16_len, utf16_slice_head
+from sessiond.model.messages import content_text
+from sessiond.model.preview import _clip, entry_preview
 from sessiond.model.projection import ContextSettings, ProjectedEntry, _apply_setting, context_settings
 from sessiond.model.tokens import PI
 
@@ -179,3 +181,163 @@ def test_a_preview_clipped_from_a_prefix_is_the_one_clipped_from_the_whole() -> 
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400)))
         limit = rng.choice([1, 2, 5, 20, 80])
         assert _clip(text, limit) == _reference_clip(text, limit), (text, limit)
+
+
+def _reference_message_preview(message: Any) -> str:
+    """The message part of a preview as it was written before (content_text, then strip)."""
+    if get(message, "role") == "bashExecution":
+        return f"$ {to_string(get(message, 'command'))}"
+    content = get(message, "content")
+    text = content_text(content) if type(content) in (str, list) else ""
+    if text.strip():
+        return text
+    if type(content) is list:
+        calls = [to_string(get(b, "name")) for b in content if get(b, "type") == "toolCall"]
+        if calls:
+            return "→ " + ", ".join(calls)
+        if any(get(b, "type") == "image" for b in content):
+            return "[image]"
+        if any(get(b, "type") == "thinking" for b in content):
+            return "[thinking]"
+    error = get(message, "errorMessage")
+    return f"[error] {to_string(error)}" if type(error) is str else ""
+
+
+def test_a_messages_preview_text_is_content_text_when_it_is_not_blank() -> None:
+    """Previews join text blocks without content_text's conversions when every text is a string,
+    and test blankness without stripping a copy (issue 30): the same text either way."""
+    rng = random.Random(5)
+    texts: list[Any] = ["", " ", "\n\t", "\u3000", "\u2028", "hi", " a b ", "é😀", None, 3, True, {"x": 1}]
+    for _ in range(5000):
+        blocks: list[Any] = []
+        for _ in range(rng.randint(0, 4)):
+            kind = rng.choice(["text", "text", "text", "image", "toolCall", "thinking", "odd"])
+            if kind == "text":
+                block: Any = {"type": "text"}
+                if rng.random() < 0.9:
+                    block["text"] = rng.choice(texts)
+            elif kind == "odd":
+                block = rng.choice(["text", None, 4, {"text": "no type"}])
+            else:
+                block = {"type": kind, "name": "read"}
+            blocks.append(block)
+        content = rng.choice([blocks, blocks, rng.choice(texts)])
+        message = {"role": rng.choice(["user", "assistant", "toolResult"]), "content": content}
+        if rng.random() < 0.2:
+            message["errorMessage"] = "boom"
+        assert entry_preview({"type": "message", "message": message}) == _clip(
+            _reference_message_preview(message), 80
+        ), message
+
+
+# --------------------------------------------------------------------------- the extractive walk
+
+_SENTENCES = [
+    "You must keep the public API stable.",
+    "We should avoid touching the parser.",
+    "Never commit secrets; only use the vault.",
+    "I decided to use the cache because it is faster.",
+    "We chose orjson instead of json.",
+    "Let me run the tests next.",
+    "I'll fix the failing import then.",
+    "The build now passes on every platform.",
+    "Everything is done and the docs are updated.",
+    "Traceback (most recent call last): boom",
+    "TypeError: cannot read property x",
+    "Ran `npm test`",
+    "Ça doit rester rapide, même en Unicode — toujours.",
+    "What should happen next?",
+    "ok",
+]
+_PATHS = ["src/a.py", "src/b.py", "src/c.py", "lib/ü.ts", "README.md"]
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    # A small pool (duplicates across the closing boundary) plus numbered variants (new items).
+    base = rng.choice(_SENTENCES)
+    return base if rng.random() < 0.5 else base.replace(".", f" #{rng.randint(0, n)}.", 1)
+
+
+def _text(rng: random.Random, n: int) -> str:
+    lines = []
+    for _ in range(rng.randint(0, 5)):
+        parts = [_sentence(rng, n) for _ in range(rng.randint(1, 3))]
+        prefix = rng.choice(["", "", "- ", "1. ", "## ", "**"])
+        lines.append(prefix + " ".join(parts))
+    return "\n".join(lines)
+
+
+def _history(rng: random.Random) -> list[Any]:
+    """Messages of every role the walk reads, with enough items to fill and close sections."""
+    n = rng.choice((5, 60, 300))
+    out: list[Any] = []
+    call = 0
+    for _ in range(rng.randint(0, n)):
+        role = rng.choices(
+            ["user", "assistant", "toolResult", "bashExecution", "compactionSummary", "custom", "odd"],
+            [5, 8, 4, 1, 0.3, 0.5, 0.3],
+        )[0]
+        if role in ("user", "custom"):
+            content: Any = _text(rng, n) if rng.random() < 0.3 else [{"type": "text", "text": _text(rng, n)}]
+            out.append({"role": role, "content": content})
+        elif role == "assistant":
+            blocks: list[Any] = []
+            if rng.random() < 0.8:
+                blocks.append({"type": "text", "text": _text(rng, n)})
+            for _ in range(rng.choice((0, 0, 1, 2))):
+                call += 1
+                name = rng.choice(["read", "edit", "write", "bash", "grep"])
+                args: dict[str, Any] = {"path": rng.choice(_PATHS)}
+                if name == "bash":
+                    args = {"command": rng.choice(["npm test", "git diff", f"rg x{rng.randint(0, n)}"])}
+                blocks.append({"type": "toolCall", "id": f"c{call}", "name": name, "arguments": args})
+            stop = rng.choice(["stop", "stop", "toolUse", "error", "aborted"])
+            out.append(
+                {"role": "assistant", "content": blocks, "stopReason": stop, "errorMessage": "overloaded"}
+            )
+        elif role == "toolResult":
+            out.append(
+                {
+                    "role": "toolResult",
+                    "toolCallId": f"c{rng.randint(1, max(call, 1))}",
+                    "content": [{"type": "text", "text": _text(rng, n)}],
+                    "isError": rng.random() < 0.4,
+                }
+            )
+        elif role == "bashExecution":
+            out.append(
+                {"role": role, "command": "make", "exitCode": rng.choice((0, 1)), "output": _text(rng, n)}
+            )
+        elif role == "compactionSummary":
+            out.append(
+                {
+                    "role": role,
+                    "summary": "## Goal\n- " + _text(rng, n) + "\n## Critical Context\n- Ran `npm test`",
+                }
+            )
+        else:
+            out.append(rng.choice([None, "text", {"role": "assistant", "content": None}]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_extractive_walk_that_stops_early_keeps_what_reading_everything_keeps(seed: int) -> None:
+    """Sections close once they hold MAX_ITEMS newer items; the result is the full walk's."""
+    rng = random.Random(seed)
+    for _ in range(12):
+        messages = _history(rng)
+        previous = rng.choice(
+            [None, "## Goal\n- ship it\n## Critical Context\n- Ran `npm test`\n- Ran `git diff`"]
+        )
+        ops = FileOps()
+        for path in rng.sample(_PATHS, 2):
+            ops.edited[path] = None
+        ops.read["docs/x.md"] = None
+        for file_ops in (None, ops):
+            fast = X._collect(messages, previous, file_ops)
+            full = X._collect(messages, previous, file_ops, stop_early=False)
+            for key in X.KEYS:
+                shown = [(i.text, i.tier, i.group) for i in fast[key]]
+                assert shown == [(i.text, i.tier, i.group) for i in full[key]], key
+                ranked = [i.text for i in sorted(fast[key], key=X._priority)]
+                assert ranked == [i.text for i in sorted(full[key], key=X._priority)], key

@@ -31,6 +31,7 @@ from sessiond.errors import (
 )
 from sessiond.formats.pi import encode_line, load_session
 from sessiond.model.js import UNDEFINED, get
+from sessiond.model.messages import current_system_message
 from sessiond.model.projection import project
 from sessiond.model.tokens import estimate_projected_context_tokens
 from sessiond.store.journal import Durability
@@ -742,3 +743,69 @@ def test_a_line_being_written_by_another_program_is_not_cut(tmp_path: Path) -> N
     with pytest.raises(SessionChangedError):
         session.append_message(user("would cut it"))
     assert session.path.stat().st_size == size
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_a_checkpoints_system_prompt_is_the_whole_contexts(tmp_path: Path, seed: int) -> None:
+    """The snapshot reads only the entries that can make a system message (issue 30): it is the
+    system message of the whole projected context, with system messages hidden by a
+    ``context_edit(null)`` (another writer's), edits that cannot change one, and a checkpoint
+    that carries one already."""
+    rng = random.Random(seed)
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": f"0190e6f0-0000-7000-8000-{seed:012d}",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/w",
+    }
+    entries: list[dict[str, Any]] = []
+    parent: Any = None
+    for n in range(rng.randint(1, 30)):
+        eid = f"e{n:04d}"
+        base = {"id": eid, "parentId": parent, "timestamp": f"2026-01-01T00:00:{n % 60:02d}.000Z"}
+        kind = rng.random()
+        ids = [e["id"] for e in entries]
+        if kind < 0.25:
+            message: dict[str, Any] = {"role": "system", "content": f"prompt {n}", "timestamp": n}
+            if rng.random() < 0.5:
+                message["sections"] = {rng.choice("ab"): rng.choice([f"s{n}", None])}
+            if rng.random() < 0.5:
+                message["toolsAdded"] = [{"name": rng.choice(["read", "bash"]), "n": n}]
+            if rng.random() < 0.3:
+                message["toolsRemoved"] = [{"name": "read"}]
+            entry = {"type": "message", **base, "message": message}
+        elif kind < 0.4 and ids:
+            replacement = None if rng.random() < 0.6 else {"content": "edited"}
+            entry = {"type": "context_edit", **base, "targetId": rng.choice(ids), "replacement": replacement}
+        elif kind < 0.5 and ids:
+            entry = {
+                "type": "compaction",
+                **base,
+                "summary": "s",
+                "firstKeptEntryId": rng.choice(ids),
+                "tokensBefore": 1,
+            }
+            if rng.random() < 0.5:
+                entry["systemMessage"] = {"role": "system", "content": f"snap {n}", "timestamp": n}
+        else:
+            message = user(f"u{n}") if rng.random() < 0.5 else assistant(f"a{n}")
+            entry = {"type": "message", **base, "message": message}
+        entries.append(entry)
+        parent = eid
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(encode_line(header) + b"".join(encode_line(e) for e in entries))
+    s = Session.open(path)
+    checkpoint = {"type": "compaction", "summary": "now", "firstKeptEntryId": None, "tokensBefore": 1}
+    if rng.random() < 0.5:
+        s.append_compaction("now", None, 1)
+    else:  # a batch: what was staged before the checkpoint counts too
+        staged = {"role": rng.choice(["system", "user"]), "content": "staged", "timestamp": 99}
+        s.append_entries([{"type": "message", "message": staged}, checkpoint])
+    expected = current_system_message(project(load_session(path).entries[:-1]).messages)
+    written = lines(path)[-1]
+    if expected is None:
+        assert "systemMessage" not in written
+    else:
+        assert written["systemMessage"] == {**expected, "timestamp": written["systemMessage"]["timestamp"]}
+    s.close()

@@ -30,7 +30,7 @@ from ...model import entries as E
 from ...model.entries import Entry
 from ...model.js import UNDEFINED, get, iso_now, key, truthy
 from ...model.messages import current_system_message
-from ...model.projection import context_entries, context_settings, project_entries
+from ...model.projection import ContextSettings, context_entries, project_entries
 from ..ids import short_id
 from ..index import SessionIndex
 from ..journal import Durability, Journal
@@ -69,6 +69,9 @@ class PendingAppend:
             self.journal.sync(self.end)
         return self.entry_ids
 
+
+_RECENT_ON_PATH = 512
+"""Entries at the end of the branch an on-branch check reads before building the set of all."""
 
 REMOTE_ATTEMPTS = 50
 """How often an append is staged again after other daemons appended first (a shared log)."""
@@ -294,10 +297,13 @@ class WritableSession(FollowedSession):
         if self.read_only is not None:
             raise ReadOnlySessionError(self.id, self.read_only)
         tree = self._index.tree
+        light_ctx: list[Any] | None = None
+        """The context entries of ``light_path`` when the light context already has them."""
         if parent is None:
             light_path: list[Any] = []
         elif key(parent) == key(tree.leaf_id) and truthy(parent):
-            light_path = self._light_context().path  # read only here; never copied per append
+            cached = self._light_context()
+            light_path, light_ctx = cached.path, cached.ctx  # read only here; never copied per append
         else:
             light_path = tree.branch(parent)
         staged: dict[Hashable, Entry] = {}
@@ -306,18 +312,33 @@ class WritableSession(FollowedSession):
         on_path_cache: set[Hashable] = set()
 
         def on_path(entry_id: Any) -> bool:
-            """Whether an id is on the branch being extended (built only if a spec asks)."""
+            """Whether an id is on the branch being extended. What specs name is usually recent
+            (a checkpoint's first kept entry, a context edit's target): the newest entries are
+            looked at first, the set of every id is built only if the id is not among them."""
             k = key(entry_id)
             if k in staged:
                 return True
             if not on_path_cache and light_path:
+                for e in light_path[-1 : -_RECENT_ON_PATH - 1 : -1]:
+                    if key(get(e, "id")) == k:
+                        return True
                 on_path_cache.update(key(get(e, "id")) for e in light_path)
             return k in on_path_cache
 
         def system_snapshot() -> Any:
-            ctx = context_entries([*light_path, *entries])
-            full = [e if key(get(e, "id")) in staged else self._index.full(e) for e in ctx]
-            return current_system_message(project_entries(full, context_settings(ctx)).messages)
+            if light_ctx is not None and not any(
+                get(e, "type") == E.COMPACTION or E.is_leaf_marker(e) for e in entries
+            ):
+                # what context_entries gives for the path and the staged entries, without a walk
+                sources = [*system_sources(light_ctx), *system_sources(entries, first=not light_ctx)]
+            else:
+                sources = system_sources(context_entries([*light_path, *entries]))
+            full = [
+                e if get(e, "type") == E.CONTEXT_EDIT or key(get(e, "id")) in staged else self._index.full(e)
+                for e in sources
+            ]
+            # (the settings do not change a system message)
+            return current_system_message(project_entries(full, ContextSettings()).messages)
 
         for index, spec in enumerate(specs):
             view = StageView(
@@ -442,3 +463,29 @@ class WritableSession(FollowedSession):
 def _defined(spec: dict[str, Any]) -> dict[str, Any]:
     """A spec without the optional fields left ``UNDEFINED``."""
     return {k: v for k, v in spec.items() if v is not UNDEFINED}
+
+
+def system_sources(ctx: list[Any], *, first: bool = True) -> list[Any]:
+    """The context entries the current system message is made from, in order.
+
+    A system message reaches the projection from a ``message`` entry of role ``system`` (the
+    light entry has the role) or from the compaction the context starts with; a
+    ``context_edit`` can only hide one (``null``: system messages take no replacement), which
+    its light form tells (its target, whether the replacement is ``null``). Everything else
+    contributes no system message and changes none, so the snapshot a checkpoint carries reads
+    these few bodies instead of the whole context (a 10,000-entry context: ~40 ms, issue 30).
+    Context edits are returned as they are (light); the others are read in full by the caller.
+    ``first``: ``ctx`` starts the context (a compaction there is the context's checkpoint).
+    """
+    out: list[Any] = []
+    message, edit, compaction = E.MESSAGE, E.CONTEXT_EDIT, E.COMPACTION
+    for n, entry in enumerate(ctx):
+        if type(entry) is not dict:
+            continue
+        t = entry.get("type")
+        if t == message:
+            if get(entry.get("message"), "role") == "system":
+                out.append(entry)
+        elif t == edit or (t == compaction and n == 0 and first):
+            out.append(entry)
+    return out

@@ -373,7 +373,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         db = sqlite3.connect(index)
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        text_bytes = db.execute("SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM docs").fetchone()[0]
+        text_sql = "SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM texts"
+        text_bytes = db.execute(text_sql).fetchone()[0]
         docs = db.execute("SELECT count(*) FROM docs").fetchone()[0]
         db.close()
         index_bytes = sum(os.path.getsize(p) for p in index.parent.iterdir())

@@ -5,16 +5,28 @@ copies of people's conversations, as the store does; SQLite gives its ``-wal`` a
 files the database's mode), in WAL mode so queries read while the writer thread writes.
 
 Tables: ``files`` (one row per indexed session file: root, agent, session id, cwd, title, leaf,
-and the file's inode, size, mtime and a CRC-32 of its last 4 KiB when it was read, which is how
-a restart knows what did not change), ``docs`` (one row per searchable text of an entry: the
-text itself, stored once),
-``nodes`` (every entry's parent, for "on the current branch"), and two FTS5 indexes over
-``docs.text``, external-content tables :mod:`.index` keeps in step with ``docs`` in bulk (one
-``INSERT … SELECT`` per batch: row triggers made a build four times slower): ``words``
+the file's inode, size, mtime and a CRC-32 of its last 4 KiB when it was read, which is how
+a restart knows what did not change; ``lo``/``hi``, the lowest and highest row id of its
+texts: a filter on files walks the word index over those spans only; ``tip``, its last entry
+when its entries form one chain from a root, in order: a hit in a file whose leaf is its tip is
+on the current branch without walking the file's parents), ``docs`` (one narrow
+row per searchable text of an entry: its file, time, entry id, role and kind — what every
+match is joined with, so it stays small enough to be cached), ``texts`` (the text itself,
+stored once, read only for the page's snippets, substring checks and deletions), ``nodes``
+(every entry's parent, for "on the current branch"), and two FTS5 indexes over
+``texts.text``, external-content tables :mod:`.index` keeps in step with ``texts`` in bulk
+(one ``INSERT … SELECT`` per batch: row triggers made a build four times slower): ``words``
 (unicode61, accents removed; no prefix indexes: they made it 2.5 times bigger and its build
 twice as slow for prefix queries that take 1-2 ms without them) and ``grams``
-(trigram, ``detail=none``: substring mode asks it with LIKE, which needs no positions, at a
-fraction of the size).
+(trigram, ``detail=none``, ``columnsize=0``: substring mode asks it with LIKE, which needs
+neither positions nor lengths, at a fraction of the size).
+
+Version 6 (4 and 5 were steps of its making) moved the text out of ``docs`` (version 3
+joined each of a query's 1,000 matches with rows holding their whole text: a page read per
+match, uncached), gave ``grams`` no lengths, and added ``files.lo``/``hi``/``tip``; the size
+each part takes is in docs/search.md. ``docs`` stays indexed by file and entry id: indexed by
+file alone (5) it was 0.05x the text smaller, but an entry indexed again (sent twice) had its
+texts found by reading all of its file's, and an append of one took twice the CPU.
 
 A file SQLite cannot read, or one written by another schema version, is moved aside and built
 again, with one log line saying why: the index is a cache of the sessions, never a source.
@@ -31,7 +43,7 @@ from typing import Final
 
 log = logging.getLogger("sessiond.search")
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 6
 """``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
 APPLICATION_ID: Final = 0x53534458
 """``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
@@ -50,19 +62,25 @@ CREATE TABLE files(
     ino INTEGER NOT NULL,
     size INTEGER NOT NULL,
     mtime INTEGER NOT NULL,
-    tail INTEGER NOT NULL
+    tail INTEGER NOT NULL,
+    lo INTEGER,
+    hi INTEGER,
+    tip TEXT
 );
 CREATE INDEX files_session ON files(session_id);
 CREATE TABLE docs(
     id INTEGER PRIMARY KEY,
     fid INTEGER NOT NULL,
-    entry_id TEXT NOT NULL,
     ts INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
     role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL
+    kind TEXT NOT NULL
 );
 CREATE INDEX docs_entry ON docs(fid, entry_id);
+CREATE TABLE texts(
+    id INTEGER PRIMARY KEY,
+    text TEXT NOT NULL
+);
 CREATE TABLE nodes(
     fid INTEGER NOT NULL,
     entry_id TEXT NOT NULL,
@@ -70,10 +88,10 @@ CREATE TABLE nodes(
     PRIMARY KEY(fid, entry_id)
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE words USING fts5(
-    text, content='docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    text, content='texts', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE grams USING fts5(
-    text, content='docs', content_rowid='id', tokenize='trigram', detail='none'
+    text, content='texts', content_rowid='id', tokenize='trigram', detail='none', columnsize=0
 );
 """
 
@@ -126,7 +144,7 @@ def _check(db: sqlite3.Connection) -> None:
         raise IndexUnusable("it is not a sessiond search index")
     if version != SCHEMA_VERSION:
         raise IndexUnusable(f"it has schema version {version}, this sessiond writes {SCHEMA_VERSION}")
-    if not {"files", "docs", "nodes", "words", "grams"} <= tables:
+    if not {"files", "docs", "texts", "nodes", "words", "grams"} <= tables:
         raise IndexUnusable("tables are missing")
 
 

@@ -11,9 +11,8 @@ Images and signatures are never indexed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -37,9 +36,9 @@ ROLES: Final = (
 titles and labels."""
 
 
-@dataclass(frozen=True, slots=True)
-class Doc:
-    """One searchable text of an entry."""
+class Doc(NamedTuple):
+    """One searchable text of an entry (a tuple: a build makes one per text, and a frozen
+    dataclass's ``__init__`` cost 4% of it)."""
 
     entry_id: str
     role: str

@@ -1,6 +1,8 @@
 """Property: after any sequence of appends (the daemon's own, reported with their entries),
-external appends, rewrites, truncations and deletions, the index answers exactly what a
-brute-force scan of the same sessions' texts finds — words and substrings alike."""
+external appends, forks (an entry appended below an earlier one: what came after it leaves
+the branch), rewrites, truncations and deletions, the index answers exactly what a
+brute-force scan of the same sessions' texts finds — words and substrings alike — and says of
+each hit whether it is on its session's current branch as a walk up from the last entry does."""
 
 from __future__ import annotations
 
@@ -80,6 +82,11 @@ op = st.one_of(
         st.integers(0, SESSIONS - 1),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
     ),
+    st.tuples(
+        st.sampled_from(["fork", "external fork"]),
+        st.integers(0, SESSIONS - 1),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=2),
+    ),
     st.tuples(st.just("truncate"), st.integers(0, SESSIONS - 1), st.integers(0, 3)),
     st.tuples(st.just("delete"), st.integers(0, SESSIONS - 1), st.just(0)),
     st.tuples(st.just("query"), st.just(0), st.just(0)),
@@ -108,9 +115,14 @@ class World:
         tmp.write_bytes(b"\n".join(lines) + b"\n")
         os.replace(tmp, path)
 
-    def new_entries(self, n: int, words: list[str]) -> list[dict[str, Any]]:
+    def new_entries(self, n: int, words: list[str], *, fork: bool = False) -> list[dict[str, Any]]:
+        """Entries going on from the last one, or (``fork``) from the first one's parent's
+        first child: the file's first entry (a rewind to it, then new turns)."""
         out = []
-        parent = self.files[n][-1]["id"] if self.files.get(n) else None
+        if fork and self.files.get(n):
+            parent = self.files[n][0]["id"]
+        else:
+            parent = self.files[n][-1]["id"] if self.files.get(n) else None
         for word in words:
             self.counter += 1
             entry = _entry(f"e{self.counter}", parent, f"{word} x{self.counter}")
@@ -136,6 +148,17 @@ class World:
             if want <= _tokens(e["message"]["content"])
         }
 
+    def on_branch(self) -> set[tuple[str, str]]:
+        """Each file's entries from its last one (Pi's leaf) up through the parents."""
+        out: set[tuple[str, str]] = set()
+        for n, entries in self.files.items():
+            parents = {e["id"]: e["parentId"] for e in entries}
+            current = entries[-1]["id"] if entries else None
+            while current is not None and (f"s{n}", current) not in out:
+                out.add((f"s{n}", current))
+                current = parents.get(current)
+        return out
+
     def expected_substring(self, needle: str) -> set[tuple[str, str]]:
         return {
             (f"s{n}", e["id"])
@@ -145,7 +168,9 @@ class World:
         }
 
 
-def _found(engine: SearchEngine, word: str, substring: bool) -> set[tuple[str, str]]:
+def _found(
+    engine: SearchEngine, word: str, substring: bool, branch: set[tuple[str, str]]
+) -> set[tuple[str, str]]:
     page = engine.search(
         match=None if substring else words_match(word),
         needle=word if substring else None,
@@ -154,14 +179,17 @@ def _found(engine: SearchEngine, word: str, substring: bool) -> set[tuple[str, s
         limit=200,
     )
     assert not page.cut, "the query ran out of its time budget (a loaded machine)"
+    for h in page.hits:
+        assert h.on_branch == ((h.session_id, h.entry_id) in branch), (word, h.session_id, h.entry_id)
     return {(h.session_id, h.entry_id) for h in page.hits}
 
 
 def _check(engine: SearchEngine, world: World) -> None:
+    branch = world.on_branch()
     for word in WORDS:
-        assert _found(engine, word, False) == world.expected_words(word), word
+        assert _found(engine, word, False, branch) == world.expected_words(word), word
     for piece in ("lph", "ega", "pée"):
-        assert _found(engine, piece, True) == world.expected_substring(piece), piece
+        assert _found(engine, piece, True, branch) == world.expected_substring(piece), piece
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -183,6 +211,13 @@ def test_index_equals_brute_force(ops: list[tuple[str, int, Any]], restart: bool
                     engine.appended(path, entries, entries[-1]["id"], None, os.path.getsize(path))
                 elif kind == "external":
                     world.append(n, world.new_entries(n, arg))
+                    engine.changed(path)
+                elif kind == "fork":
+                    entries = world.new_entries(n, arg, fork=True)
+                    world.append(n, entries)
+                    engine.appended(path, entries, entries[-1]["id"], None, os.path.getsize(path))
+                elif kind == "external fork":
+                    world.append(n, world.new_entries(n, arg, fork=True))
                     engine.changed(path)
                 elif kind == "rewrite":
                     world.files[n] = []

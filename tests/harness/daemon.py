@@ -198,7 +198,7 @@ def _retry(
             )
         time.sleep(min(delay, deadline - now))
         # at most 50 ms between tries: a daemon takes 1-3 s to start, and with 200 ms every start
-        # waited ~100 ms past its readiness (~400 starts a run); a refused connect costs nothing
+        # waited ~100 ms past its readiness (~300-400 starts a run); a refused connect costs nothing
         delay = min(delay * 2, 0.05)
 
 

@@ -164,11 +164,15 @@ try {
     result.gaugeBefore,
   );
   result.gaugeAfter = (await gauge.innerText()).trim();
-  // today's cost beside it, where the daemon has stats/query
+  // today's cost beside it, where the daemon has stats/query. Until the grown answer (the day's
+  // only priced model) is counted, today is "unpriced" (the scenario's other answers name a model
+  // no registry knows); its stats_update may come after the gauge's update: wait for the price.
+  const costItem = page.locator(".statusbar-item", { hasText: / today$/ }).first();
   result.cost = await page
-    .locator(".statusbar-item", { hasText: / today$/ })
+    .locator(".statusbar-item", { hasText: /\$\d+(\.\d\d)? today$/ })
     .first()
-    .innerText({ timeout: 5_000 })
+    .innerText({ timeout: 15_000 })
+    .catch(() => costItem.innerText({ timeout: 5_000 }))
     .then((t) => t.trim())
     .catch(() => null);
   step("gauge", { before: result.gaugeBefore, after: result.gaugeAfter });

@@ -19,6 +19,7 @@ and ends with ``if __name__ == "__main__": raise SystemExit(main(sys.modules[__n
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import math
@@ -210,6 +211,13 @@ class Daemon:
         for d in (self.store / "sessions", self.claude_projects, self.pi_sessions):
             d.mkdir(parents=True, exist_ok=True)
         self.socket = base / "run" / "sessiond.sock"
+        if len(os.fsencode(self.socket)) > SOCKET_PATH_MAX:
+            # A deep scratch dir (run_all's smoke run under pytest: .../popen-gw0/run_all0/scratch/
+            # compaction/compaction-tmp/002-daemon/...) makes a path the kernel refuses (`serve`
+            # exits 2 saying so): the socket goes to a short directory of its own instead.
+            short = tempfile.mkdtemp(prefix="sessiond-bench-")
+            atexit.register(shutil.rmtree, short, True)  # the daemon may be started again till then
+            self.socket = Path(short) / "sessiond.sock"
         self.log = base / "daemon.log"
         self.config = base / "config.toml"
         self.config.write_text(config)
@@ -287,6 +295,10 @@ class Daemon:
         code = self.stop()
         if code not in (0, None) or "Traceback" in self.log_text():
             log(f"  daemon exited {code}:\n{self.log_text()[-2000:]}")
+
+
+SOCKET_PATH_MAX = 107
+"""Bytes of a Unix socket path the kernel takes (``sun_path`` is 108 with its NUL)."""
 
 
 def wait_until_ready(

@@ -220,3 +220,19 @@ def test_benchmarks_run_side_by_side_only_in_a_smoke_run(
         run_all.main([mode, "--jobs", "2", "--only", "inspect", "--output", "/dev/null"])
     assert exc.value.code == 2
     assert "--jobs above 1 only with --smoke" in capsys.readouterr().err
+
+
+def test_a_daemon_in_a_deep_scratch_dir_still_gets_a_socket(tmp_path: Path) -> None:
+    """The smoke run under pytest puts a benchmark's daemon deep enough that its socket path
+    passed the kernel's 107 bytes (a clean-clone CI run: compaction and filehistory failed,
+    `serve` exiting 2): the harness then puts the socket in a short directory of its own."""
+    import os  # noqa: PLC0415
+
+    from benchmarks.harness import SOCKET_PATH_MAX, Daemon  # noqa: PLC0415
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    assert len(os.fsencode(deep / "run" / "sessiond.sock")) > SOCKET_PATH_MAX
+    with Daemon(deep) as daemon:
+        daemon.start()
+        assert len(os.fsencode(daemon.socket)) <= SOCKET_PATH_MAX
+        assert daemon.wait_indexed() >= 0  # it answers requests on that socket

@@ -583,15 +583,7 @@ class SearchEngine:
             if self._excluded(file, cwd):
                 ix.remove_file(db, file.path)
                 return 0
-            meta = FileMeta(
-                file.path,
-                file.root,
-                file.agent,
-                str(session.id),
-                cwd,
-                session.name or "",
-                session.leaf_id if type(session.leaf_id) is str else None,
-            )
+            meta = _file_meta(file, session, cwd)
             added = ix.replace_file(db, meta, sig, session.entries())
         except BaseException:
             session.close()
@@ -616,15 +608,7 @@ class SearchEngine:
             cwd = session.cwd or ""
             if self._excluded(file, cwd):
                 return ReadFile(path, sig, None, [], [])
-            meta = FileMeta(
-                path,
-                file.root,
-                file.agent,
-                str(session.id),
-                cwd,
-                session.name or "",
-                session.leaf_id if type(session.leaf_id) is str else None,
-            )
+            meta = _file_meta(file, session, cwd)
             docs, nodes = ix.file_docs(session.entries())
         finally:
             session.close()
@@ -738,3 +722,10 @@ class SearchEngine:
         discard(self.path)
         self._open()
         self._look()
+
+
+def _file_meta(file: SourceFile, session: OpenedSession, cwd: str) -> FileMeta:
+    """What the index keeps of a file besides its texts (the first build's read-ahead and the
+    writer's own read make it alike)."""
+    leaf = session.leaf_id if type(session.leaf_id) is str else None
+    return FileMeta(file.path, file.root, file.agent, str(session.id), cwd, session.name or "", leaf)

@@ -9,7 +9,7 @@ the beginning of the turn can be summarised separately (a *split turn*).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -102,7 +102,7 @@ def _finish(
 
 
 def find_projected_cut_point(
-    entries: list[ProjectedEntry],
+    entries: Sequence[ProjectedEntry],
     start: int,
     end: int,
     keep_recent_tokens: float,
@@ -130,7 +130,7 @@ def find_projected_cut_point(
     return _finish(cut, start, is_compaction, messages_at)
 
 
-def _is_recovery_suffix(suffix: list[ProjectedEntry]) -> bool:
+def _is_recovery_suffix(suffix: Sequence[ProjectedEntry]) -> bool:
     def intrinsically_visible(p: ProjectedEntry) -> bool:
         return get(p.source, "type") != E.CONTEXT_EDIT and bool(entry_messages(p.source))
 

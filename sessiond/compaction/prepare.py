@@ -8,8 +8,9 @@ precise reason there is nothing to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, overload
 
 from ..model import entries as E
 from ..model.entries import Message
@@ -19,24 +20,102 @@ from ..model.projection import ProjectedEntry, Projection, project
 from ..model.tokens import PI, TokenEstimator, estimate_projected_context_tokens
 from .cut_points import find_projected_cut_point
 from .file_ops import FileOps, extract_all_file_ops, file_ops_from_details
+from .lazy import LazyEntries, LazyProjection
 from .serialize import serialize_conversation
 from .settings import CompactionSettings as CompactionSettings  # noqa: PLC0414 (re-exported: its home before)
 
 
-@dataclass(slots=True)
 class CompactionPreparation:
-    first_kept_entry_id: Any
-    messages_to_summarize: list[Message]
-    turn_prefix_messages: list[Message]
-    is_split_turn: bool
-    tokens_before: float
-    previous_summary: Any
-    """The summary of the compaction being superseded (``UNDEFINED`` for a first compaction)."""
-    file_ops: FileOps
-    settings: CompactionSettings
-    first_kept_index: int = -1
-    """Index of the first kept entry among the projected entries."""
-    projected: list[ProjectedEntry] = field(default_factory=list)
+    """What a compaction summarises and keeps (Pi's ``CompactionPreparation``).
+
+    The messages to summarise (and the file operations found in them) may come from a
+    projection that reads entries when first asked (:mod:`.lazy`): they are then parsed on
+    first use of :attr:`messages_to_summarize`, :attr:`turn_prefix_messages` or
+    :attr:`file_ops`, or by :meth:`materialize`, and are the same as if parsed at once.
+    """
+
+    __slots__ = (
+        "_file_ops",
+        "_history",
+        "_prefix",
+        "_previous_ops",
+        "first_kept_entry_id",
+        "first_kept_index",
+        "is_split_turn",
+        "previous_summary",
+        "projected",
+        "settings",
+        "tokens_before",
+    )
+
+    def __init__(
+        self,
+        *,
+        first_kept_entry_id: Any,
+        history: Sequence[Message],
+        turn_prefix: Sequence[Message],
+        is_split_turn: bool,
+        tokens_before: float,
+        previous_summary: Any,
+        previous_file_ops: FileOps,
+        settings: CompactionSettings,
+        first_kept_index: int = -1,
+        projected: Sequence[ProjectedEntry] = (),
+    ) -> None:
+        self.first_kept_entry_id = first_kept_entry_id
+        self._history = history
+        self._prefix = turn_prefix
+        self.is_split_turn = is_split_turn
+        self.tokens_before = tokens_before
+        self.previous_summary: Any = previous_summary
+        """The summary of the compaction being superseded (``UNDEFINED`` for a first compaction)."""
+        self._previous_ops = previous_file_ops
+        self._file_ops: FileOps | None = None
+        self.settings = settings
+        self.first_kept_index = first_kept_index
+        """Index of the first kept entry among the projected entries."""
+        self.projected = projected
+
+    @property
+    def messages_to_summarize(self) -> list[Message]:
+        if not isinstance(self._history, list):
+            self._history = list(self._history)
+        return self._history
+
+    @property
+    def turn_prefix_messages(self) -> list[Message]:
+        if not isinstance(self._prefix, list):
+            self._prefix = list(self._prefix)
+        return self._prefix
+
+    @property
+    def history_length(self) -> int:
+        """``len(messages_to_summarize)``, without reading them."""
+        return len(self._history)
+
+    @property
+    def turn_prefix_length(self) -> int:
+        """``len(turn_prefix_messages)``, without reading them."""
+        return len(self._prefix)
+
+    @property
+    def file_ops(self) -> FileOps:
+        """The previous compaction's files, then those of the summarised tool calls (first-seen
+        order, as Pi collects them)."""
+        if self._file_ops is None:
+            previous = self._previous_ops
+            ops = FileOps(dict(previous.read), dict(previous.written), dict(previous.edited))
+            extract_all_file_ops(self.messages_to_summarize, ops)
+            extract_all_file_ops(self.turn_prefix_messages, ops)
+            self._file_ops = ops
+        return self._file_ops
+
+    def materialize(self) -> None:
+        """Read and parse whatever is still unread, so that a later use costs nothing (the
+        daemon calls this off its event loop) and the file is no longer read."""
+        self.file_ops  # noqa: B018  (reads the messages, then collects the files)
+        if isinstance(self.projected, LazyEntries):
+            self.projected[:]  # the kept entries too: then the reader is let go
 
     def serialized_history(self) -> str:
         """The text a summarizer gets for the history part."""
@@ -62,7 +141,7 @@ class NoCompaction:
         return "Nothing to compact (session too small)"
 
 
-def _for_summary(entries: list[ProjectedEntry]) -> list[Message]:
+def _for_summary(entries: Sequence[ProjectedEntry]) -> list[Message]:
     """What the entries contribute to the summary: no compaction, no system prompt state.
 
     One loop with the lookups inlined (``get``'s semantics: a non-object has no type or role):
@@ -80,16 +159,54 @@ def _for_summary(entries: list[ProjectedEntry]) -> list[Message]:
     return out
 
 
+class _Summarized(Sequence[Message]):
+    """:func:`_for_summary` of lazy entries ``start:end``: counted from the light entries,
+    read and parsed when first used."""
+
+    __slots__ = ("_end", "_entries", "_items", "_len", "_start")
+
+    def __init__(self, entries: LazyEntries, start: int, end: int) -> None:
+        self._entries, self._start, self._end = entries, start, end
+        self._len = entries.summarized_count(start, end)
+        self._items: list[Message] | None = None
+
+    def _list(self) -> list[Message]:
+        if self._items is None:
+            self._items = _for_summary(self._entries[self._start : self._end])
+        return self._items
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> Message: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Message]: ...
+    def __getitem__(self, i: int | slice) -> Message | list[Message]:
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._list())
+
+
+def _summarized(entries: Sequence[ProjectedEntry], start: int, end: int) -> Sequence[Message]:
+    if isinstance(entries, LazyEntries):
+        return _Summarized(entries, start, end)
+    return _for_summary(entries[start:end])
+
+
 def prepare_compaction(
     path: list[Any],
     settings: CompactionSettings,
     estimator: TokenEstimator = PI,
-    projection: Projection | None = None,
+    projection: Projection | LazyProjection | None = None,
 ) -> CompactionPreparation | NoCompaction:
     """Pi's ``prepareCompaction`` over the selected path (root -> leaf).
 
     ``projection`` may be given when the caller already has the projection of ``path``
-    (a store whose path entries are light reads only the context entries in full).
+    (a store whose path entries are light reads only the context entries in full), or a
+    :class:`~.lazy.LazyProjection` of it (then only the entries the decision looks at are read;
+    the messages to summarise when first used).
     """
     if get(E.last_decisive(path), "type") == E.COMPACTION:
         return NoCompaction("already_compacted")  # (a persisted leaf move below it changes nothing)
@@ -116,8 +233,10 @@ def prepare_compaction(
     if not truthy(first_kept_id):
         return NoCompaction("nothing_to_compact")
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-    to_summarize = _for_summary(projected[boundary_start:history_end])
-    prefix = _for_summary(projected[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
+    to_summarize = _summarized(projected, boundary_start, history_end)
+    prefix: Sequence[Message] = (
+        _summarized(projected, cut.turn_start_index, cut.first_kept_index) if cut.is_split_turn else []
+    )
     if not to_summarize and not prefix:
         return NoCompaction("nothing_to_compact")
     ops = FileOps()
@@ -125,16 +244,14 @@ def prepare_compaction(
         prev = projected[prev_index].source
         if not truthy(get(prev, "fromHook")):
             file_ops_from_details(get(prev, "details"), ops)
-    extract_all_file_ops(to_summarize, ops)
-    extract_all_file_ops(prefix, ops)
     return CompactionPreparation(
         first_kept_entry_id=first_kept_id,
-        messages_to_summarize=to_summarize,
-        turn_prefix_messages=prefix,
+        history=to_summarize,
+        turn_prefix=prefix,
         is_split_turn=cut.is_split_turn,
         tokens_before=tokens_before,
         previous_summary=previous_summary,
-        file_ops=ops,
+        previous_file_ops=ops,
         settings=settings,
         first_kept_index=cut.first_kept_index,
         projected=projected,

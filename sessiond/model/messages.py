@@ -9,6 +9,7 @@ the format: a model resumed by Pi or by sessiond must see the same words.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from . import entries as E
@@ -205,7 +206,7 @@ def convert_to_llm(messages: list[Message]) -> list[Message]:
 # --------------------------------------------------------------------------- system messages
 
 
-def current_tools(messages: list[Message]) -> list[Any]:
+def current_tools(messages: Sequence[Message]) -> list[Any]:
     """The tool set after replaying every system message's ``toolsRemoved``/``toolsAdded``."""
     tools: dict[Any, Any] = {}
     for m in messages:
@@ -220,7 +221,7 @@ def current_tools(messages: list[Message]) -> list[Any]:
     return list(tools.values())
 
 
-def current_system_message(messages: list[Message]) -> Message | None:
+def current_system_message(messages: Sequence[Message]) -> Message | None:
     """Every system message replayed into one (Pi's ``getCurrentSystemMessage``).
 
     Content is appended, sections are patched by name (``null`` deletes one), tools resolved.

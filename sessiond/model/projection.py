@@ -19,9 +19,10 @@ message back to the line it came from.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import repeat
+from typing import Any, Protocol
 
 from . import entries as E
 from .entries import Entry, Message
@@ -52,37 +53,59 @@ class Projection:
     settings: ContextSettings
 
 
+class ProjectionView(Protocol):
+    """What reading a projection needs: :class:`Projection`, or one whose entries are read on
+    demand (``sessiond.compaction.lazy``)."""
+
+    @property
+    def entries(self) -> Sequence[ProjectedEntry]: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+
 def context_settings(path: list[Any]) -> ContextSettings:
     """Thinking level and model in effect at the end of ``path`` (Pi's ``getSessionContextSettings``).
 
-    Pi applies every entry from the root; the last setter of each wins, so the walk goes from
-    the leaf back and stops once both are found (an assistant message sets the model: it is
-    usually among the last entries; a path of 50,000 entries cost ~45 ms the other way).
+    Pi applies every entry from the root; the last setter of each wins, so each is looked for
+    from the leaf back: the model (a model change or an assistant message, usually among the
+    last entries) entry by entry, the thinking level (often set once, at the root) in the
+    entries' types listed at once (a path of 50,000 entries cost ~45 ms the other way).
     """
     settings = ContextSettings()
-    thinking = model = False
+    types = entry_types(path)
+    thinking = _last_index(types, E.THINKING_LEVEL_CHANGE)
+    if thinking >= 0:
+        settings.thinking_level = path[thinking].get("thinkingLevel", UNDEFINED)
+    model_change, message_type = E.MODEL_CHANGE, E.MESSAGE
     for i in range(len(path) - 1, -1, -1):
-        entry = path[i]
-        if type(entry) is not dict:
-            continue
-        t = entry.get("type")
-        if t == E.THINKING_LEVEL_CHANGE:
-            if not thinking:
-                settings.thinking_level = entry.get("thinkingLevel", UNDEFINED)
-                thinking = True
-        elif model:
-            pass
-        elif t == E.MODEL_CHANGE:
+        t = types[i]
+        if t == model_change:
+            entry = path[i]
             settings.model = {"provider": get(entry, "provider"), "modelId": get(entry, "modelId")}
-            model = True
-        elif t == E.MESSAGE:
-            message = entry.get("message")
+            break
+        if t == message_type:
+            message = path[i].get("message")
             if get(message, "role") == "assistant":
                 settings.model = {"provider": get(message, "provider"), "modelId": get(message, "model")}
-                model = True
-        if thinking and model:
-            break
+                break
     return settings
+
+
+def entry_types(path: list[Any]) -> list[Any]:
+    """Each entry's ``type`` (``None`` when absent or not an object), listed in one C loop."""
+    try:
+        return list(map(dict.get, path, repeat("type")))
+    except TypeError:  # a non-object line on the path
+        return [entry.get("type") if type(entry) is dict else None for entry in path]
+
+
+def _last_index(values: list[Any], value: Any) -> int:
+    """The index of the last item equal to ``value``, or -1."""
+    try:
+        return len(values) - 1 - values[::-1].index(value)
+    except ValueError:
+        return -1
 
 
 def next_settings(settings: ContextSettings, entry: Any) -> ContextSettings:
@@ -112,29 +135,35 @@ def latest_compaction(path: list[Any]) -> tuple[int, Any]:
     return -1, None
 
 
-def context_entries(path: list[Any]) -> list[Any]:
+def context_entries(path: list[Any], *, unique_ids: bool = False) -> list[Any]:
     """Pi's ``buildContextEntries`` over an already selected path, leaf markers left out.
 
     One backward pass finds the latest compaction and notes leaf markers after it, so a path
     without markers costs what it cost before they were left out (and is returned as is).
+    ``unique_ids``: no two entries of ``path`` have the same id (a path a
+    :class:`~sessiond.model.tree.SessionTree` walked: each step is the entry its id names),
+    so the compaction and its first kept entry, which Pi finds by id from the root, are
+    looked for from the compaction back (a 50,000-entry path: a few entries, not 25,000).
     """
-    index, compaction, markers = -1, None, False
-    for i in range(len(path) - 1, -1, -1):
-        t = get(path[i], "type")
-        if t == E.COMPACTION:
-            index, compaction = i, path[i]
-            break
-        if t == E.CUSTOM and not markers:
-            markers = E.is_leaf_marker(path[i])
-    if compaction is None:
+    types = entry_types(path)
+    index = _last_index(types, E.COMPACTION)
+    custom = E.CUSTOM
+    markers = custom in types[index + 1 :] and any(
+        E.is_leaf_marker(path[i]) for i in range(index + 1, len(path)) if types[i] == custom
+    )
+    if index < 0:
         return [e for e in path if not E.is_leaf_marker(e)] if markers else path
+    compaction = path[index]
     # Pi locates the compaction again by id; with duplicate ids that can be an earlier entry.
     latest = index
-    cid = key(get(compaction, "id"))
-    index = next(i for i in range(index + 1) if _id_key(path[i]) == cid)  # (the compaction at worst)
     first_kept = key(get(compaction, "firstKeptEntryId"))
     out: list[Any] = [compaction]
-    start = next((i for i in range(index) if _id_key(path[i]) == first_kept), index)
+    if unique_ids:
+        start = next((i for i in range(index - 1, -1, -1) if _id_key(path[i]) == first_kept), index)
+    else:
+        cid = key(get(compaction, "id"))
+        index = next(i for i in range(index + 1) if _id_key(path[i]) == cid)  # (the compaction at worst)
+        start = next((i for i in range(index) if _id_key(path[i]) == first_kept), index)
     message, custom = E.MESSAGE, E.CUSTOM
     for i in range(start, index):
         entry = path[i]

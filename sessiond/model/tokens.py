@@ -13,6 +13,7 @@ What estimates those messages is pluggable:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -21,7 +22,7 @@ from .entries import Message
 from .js import UNDEFINED, ceil, get, key, truthy, utf16_len
 from .js_json import stringify
 from .messages import current_system_message
-from .projection import Projection
+from .projection import Projection, ProjectionView
 
 IMAGE_CHARS: Final = 4800
 """Characters Pi charges per image block (so 1200 tokens)."""
@@ -270,7 +271,7 @@ class ContextUsage:
     """How many messages the context holds."""
 
 
-def estimate_context_tokens(messages: list[Message], estimator: TokenEstimator = PI) -> ContextEstimate:
+def estimate_context_tokens(messages: Sequence[Message], estimator: TokenEstimator = PI) -> ContextEstimate:
     """Anchor on the last valid usage and estimate what follows it; no usage -> pure estimate."""
     for i in range(len(messages) - 1, -1, -1):
         usage = assistant_usage(messages[i])
@@ -287,7 +288,7 @@ def estimate_context_tokens(messages: list[Message], estimator: TokenEstimator =
 
 
 def estimate_projected_context_tokens(
-    projection: Projection, branch: list[Any], estimator: TokenEstimator = PI
+    projection: ProjectionView, branch: list[Any], estimator: TokenEstimator = PI
 ) -> ContextEstimate:
     """The context estimate, refusing usage recorded before the latest edit or compaction.
 

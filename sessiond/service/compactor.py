@@ -196,9 +196,14 @@ class Compactor:
     ) -> tuple[Any, CompactionPreparation | NoCompaction]:
         """The preparation and the leaf it was made at (one consistent view, off the loop)."""
         session = host.pi_session("compacting")
-        return await anyio.to_thread.run_sync(
-            lambda: session.prepare_compaction_at_leaf(settings, self.estimator)
-        )
+
+        def prepare() -> tuple[Any, CompactionPreparation | NoCompaction]:
+            leaf, prep = session.prepare_compaction_at_leaf(settings, self.estimator)
+            if isinstance(prep, CompactionPreparation):
+                prep.materialize()  # the messages to summarise are parsed here, not on the loop
+            return leaf, prep
+
+        return await anyio.to_thread.run_sync(prepare)
 
     async def prepare(
         self,

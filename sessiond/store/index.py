@@ -21,6 +21,7 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from ..formats.pi import LoadDiagnostics, check_header, paused_gc, scan_lines
@@ -38,6 +39,8 @@ _BATCH_MIN: Final = 32
 _SPAN_GAP: Final = 64 * 1024
 _SPAN_MAX: Final = 8 * 1024 * 1024
 _REPORT_BYTES: Final = 256 * 1024
+_KEEP_READ: Final = 128
+"""A :meth:`SessionIndex.path_reader` read of at most this many lines is kept in the cache."""
 
 _LIGHT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     E.THINKING_LEVEL_CHANGE: ("thinkingLevel",),
@@ -239,6 +242,7 @@ class SessionIndex:
         """A line of the file as a full entry (another agent's reader converts its records)."""
         self.session_name: Any = UNDEFINED
         """The latest ``session_info`` name in file order (``UNDEFINED`` when none was set)."""
+        self.closed = False
 
     # ------------------------------------------------------------------ building
 
@@ -435,13 +439,20 @@ class SessionIndex:
         if run:
             yield run
 
-    def _read_span(self, run: list[tuple[int, int]], out: list[Any], cache_from: int | None = -1) -> None:
+    def _read_span(
+        self,
+        run: list[tuple[int, int]],
+        out: list[Any],
+        cache_from: int | None = -1,
+        read: Callable[[int, int], bytes] | None = None,
+    ) -> None:
         """Read and decode a run; cache the entries at file positions from ``cache_from`` on
-        (``None``: none of them; the default: all)."""
-        assert self.read_body is not None
+        (``None``: none of them; the default: all). ``read`` replaces :attr:`read_body`."""
+        read = self.read_body if read is None else read
+        assert read is not None
         first, last = run[0][0], run[-1][0]
         start = self.offsets[first]
-        data = self.read_body(start, self.offsets[last] + self.lengths[last] - start)
+        data = read(start, self.offsets[last] + self.lengths[last] - start)
         decode, offsets, lengths, put = self.decode, self.offsets, self.lengths, self._cache.put
         for pos, i in run:
             offset, length = offsets[pos] - start, lengths[pos]
@@ -449,6 +460,65 @@ class SessionIndex:
             if cache_from is not None and pos >= cache_from:
                 put(pos, entry, length)
             out[i] = entry
+
+    def path_reader(
+        self, path: list[Any], read: Callable[[int, int], bytes], lock: AbstractContextManager[Any]
+    ) -> Callable[[list[int]], list[Any]]:
+        """The full entries of ``path`` (light entries) by their index in it, read when asked.
+
+        For a reader that outlives the moment it was made (a compaction preparation parses
+        the messages it summarises when they are first used): lines are located under
+        ``lock`` (the session's) when asked, each where the light entry it stands for was
+        read from (a later line with the same id changes nothing); bodies come from the
+        body cache, else are read through ``read`` (the caller's own descriptor of the file,
+        so this works after the session closed) in runs of neighbouring lines. A few entries
+        read at once (a walk over the newest ones) are put in the cache, a bulk read is not.
+        """
+        by_key, offsets, lights = self._pos_by_key, self.offsets, self.tree.entries
+
+        def position(light: dict[str, Any]) -> int:
+            eid = light.get("id", UNDEFINED)
+            pos = by_key.get(eid if type(eid) is str else key(eid), -1)
+            if pos < 0 or lights[pos] is not light:  # a later line took the id: look back
+                pos = next(p for p in range(len(lights) - 1, -1, -1) if lights[p] is light)
+            return pos
+
+        def load(indexes: list[int]) -> list[Any]:
+            out: list[Any] = [None] * len(indexes)
+            missing: list[tuple[int, int]] = []  # (file position, index in out)
+            with lock:
+                for k, i in enumerate(indexes):
+                    light = path[i]
+                    if type(light) is not dict:
+                        out[k] = light  # a non-object line is its own full form
+                        continue
+                    pos = position(light)
+                    if offsets[pos] < 0:
+                        out[k] = self.full_at(pos)  # not written yet: held in memory
+                    else:
+                        missing.append((pos, k))
+                if missing and not self.closed:
+                    found: list[Any] = [None] * len(missing)
+                    uncached: list[tuple[int, int]] = []
+                    self._cache.take([pos for pos, _ in missing], found, uncached)
+                    for (_, k), entry in zip(missing, found, strict=True):
+                        if entry is not None:
+                            out[k] = entry
+                    missing = [missing[j] for _, j in uncached]
+            if not missing:
+                return out
+            missing.sort()
+            with paused_gc():
+                for run in self._spans(missing):
+                    self._read_span(run, out, None, read)
+            if len(missing) <= _KEEP_READ:
+                with lock:
+                    if not self.closed:
+                        for pos, k in missing:
+                            self._cache.put(pos, out[k], self.lengths[pos])
+            return out
+
+        return load
 
     def spans(self, positions: list[int]) -> Iterator[tuple[int, list[tuple[int, int]]]]:
         """Runs of file positions close enough to read with one ``pread``: ``(first offset,
@@ -479,5 +549,6 @@ class SessionIndex:
 
     def close(self) -> None:
         """The session is closed: what the cache holds no longer counts against the budget."""
+        self.closed = True
         self._cache.clear()
         self._holder.close()

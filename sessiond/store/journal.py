@@ -24,6 +24,7 @@ import contextlib
 import errno as errno_codes
 import os
 import threading
+import weakref
 from enum import StrEnum
 from pathlib import Path
 
@@ -292,22 +293,50 @@ class Journal:
     # ------------------------------------------------------------------ reading
 
     def pread(self, offset: int, length: int) -> bytes:
-        data = os.pread(self._fd, length, offset)
-        if len(data) == length or not data:
-            return data
-        parts = [data]  # a short read (signals, huge spans): read on until done or EOF
-        got = len(data)
-        while got < length:
-            more = os.pread(self._fd, length - got, offset + got)
-            if not more:
-                break
-            parts.append(more)
-            got += len(more)
-        return b"".join(parts)
+        return _pread(self._fd, offset, length)
+
+    def reader(self) -> FileReader:
+        """A reader of this file with a descriptor of its own (see :class:`FileReader`)."""
+        return FileReader(os.dup(self._fd))
 
     def fstat(self) -> os.stat_result:
         """The open file's status (its inode is the one this journal writes to)."""
         return os.fstat(self._fd)
+
+
+def _pread(fd: int, offset: int, length: int) -> bytes:
+    data = os.pread(fd, length, offset)
+    if len(data) == length or not data:
+        return data
+    parts = [data]  # a short read (signals, huge spans): read on until done or EOF
+    got = len(data)
+    while got < length:
+        more = os.pread(fd, length - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class FileReader:
+    """Reads a session file through a duplicate of its journal's descriptor.
+
+    What reads bodies later (a compaction preparation parses the messages it summarises when
+    they are first used) must not depend on the session staying open: the duplicate names
+    the same file (the same inode, even if the path changed meanwhile) until this reader is
+    closed or dropped.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._close = weakref.finalize(self, os.close, fd)
+        self._fd = fd
+
+    def pread(self, offset: int, length: int) -> bytes:
+        return _pread(self._fd, offset, length)
+
+    def close(self) -> None:
+        self._close()
 
 
 if os.environ.get("SESSIOND_FAULTS"):  # test-only fault injection, see faults.py; inert otherwise

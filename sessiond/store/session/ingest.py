@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,15 @@ class FollowedSession(CachedContext):
             if self._journal is not None:
                 self._journal.close()
             super().close()
+
+    def _body_reader(self) -> Callable[[int, int], bytes] | None:
+        journal = self._journal
+        if journal is None or journal.broken:
+            return None
+        try:
+            return journal.reader().pread
+        except OSError:  # (closed: no descriptor to duplicate)
+            return None
 
     def file_size(self) -> int | None:
         """Bytes of the file as far as this session has read or written it (None: no file yet)."""

@@ -16,10 +16,13 @@ def _clip(text: str, limit: int) -> str:
     # whole; when a short prefix already runs past the limit, its head is the whole's head.
     # Collapsing every 20 KB tool result in full made previews most of `Session.open`; half of
     # it still went to collapsing texts of a few hundred characters (issue 30).
-    if len(text) > 2 * limit:
-        flat = " ".join(text[: 2 * limit].split())
-        if utf16_len(flat) > limit:
-            return utf16_slice_head(flat, limit - 1) + "…"
+    # A head a quarter longer than the limit usually suffices (prose, most code), and the
+    # words split off are most of a preview's cost.
+    for head in (limit + limit // 4, 2 * limit):
+        if len(text) > head:
+            flat = " ".join(text[:head].split())
+            if utf16_len(flat) > limit:
+                return utf16_slice_head(flat, limit - 1) + "…"
     flat = " ".join(text.split())
     if utf16_len(flat) <= limit:
         return flat
@@ -64,8 +67,45 @@ def _message_preview(message: Any) -> str:
     return f"[error] {to_string(error)}" if type(error) is str else ""
 
 
+def _list_message_preview(content: list[Any], limit: int) -> str | None:
+    """:func:`entry_preview` of a message (not a bash execution) whose content is a list, for the
+    usual shapes: one text block, or none and tool calls; ``None`` for any other shape (then
+    the general path decides).
+
+    One loop and no calls per block: ``Session.open`` previews every entry, and the general
+    path's calls were most of a preview (issue 30).
+    """
+    text: Any = None
+    texts = 0
+    names: list[Any] = []
+    for block in content:
+        if type(block) is dict:
+            kind = block.get("type")
+            if kind == "text":
+                texts += 1
+                text = block.get("text")
+            elif kind == "toolCall":
+                names.append(block.get("name"))
+    if texts == 1:
+        if type(text) is not str or not text or text.isspace():
+            return None
+    elif texts == 0 and names and all(type(name) is str for name in names):
+        text = "→ " + ", ".join(names)
+    else:
+        return None
+    return _clip(text, limit)
+
+
 def entry_preview(entry: Any, limit: int = PREVIEW_UNITS) -> str:
     """What a human would want to read first about an entry, at most ``limit`` UTF-16 units."""
+    if type(entry) is dict and entry.get("type") == E.MESSAGE:
+        message = entry.get("message")
+        if type(message) is dict and message.get("role") != "bashExecution":
+            content = message.get("content")
+            if type(content) is list:
+                quick = _list_message_preview(content, limit)
+                if quick is not None:
+                    return quick
     t = get(entry, "type")
     if t == E.MESSAGE:
         text = _message_preview(get(entry, "message"))

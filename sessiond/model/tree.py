@@ -12,7 +12,7 @@ and a walk that meets an entry twice (a ``parentId`` cycle) stops there and reco
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
@@ -101,6 +101,11 @@ class SessionTree:
 
     def __contains__(self, entry_id: object) -> bool:
         return key(entry_id) in self._by_id
+
+    @property
+    def lookup(self) -> Callable[[Hashable], Any | None]:
+        """``get`` for a string id, without the call around it (the light index's hot path)."""
+        return self._by_id.get
 
     def get(self, entry_id: Any) -> Any | None:
         """The entry with this id (the last line carrying it), or ``None``."""

@@ -208,6 +208,8 @@ def test_a_messages_preview_text_is_content_text_when_it_is_not_blank() -> None:
     and test blankness without stripping a copy (issue 30): the same text either way."""
     rng = random.Random(5)
     texts: list[Any] = ["", " ", "\n\t", "\u3000", "\u2028", "hi", " a b ", "é😀", None, 3, True, {"x": 1}]
+    # long texts too: a single text block or tool calls alone take a path of their own (issue 30)
+    texts += ["lorem ipsum " * 30, "\t\tcall(x);\n" * 40, "é😀 " * 90, " " * 200 + "late", "w" * 170]
     for _ in range(5000):
         blocks: list[Any] = []
         for _ in range(rng.randint(0, 4)):
@@ -219,7 +221,9 @@ def test_a_messages_preview_text_is_content_text_when_it_is_not_blank() -> None:
             elif kind == "odd":
                 block = rng.choice(["text", None, 4, {"text": "no type"}])
             else:
-                block = {"type": kind, "name": "read"}
+                block = {"type": kind}
+                if rng.random() < 0.9:
+                    block["name"] = rng.choice(["read", "bash", "read", None, 7, ""])
             blocks.append(block)
         content = rng.choice([blocks, blocks, rng.choice(texts)])
         message = {"role": rng.choice(["user", "assistant", "toolResult"]), "content": content}

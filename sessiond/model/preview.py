@@ -11,6 +11,17 @@ from .messages import content_text
 PREVIEW_UNITS: Final = 80
 
 
+def _collapse(text: str) -> str:
+    """``" ".join(text.split())``: runs of whitespace made one space, none at the ends.
+
+    A text without a whitespace character other than the space (the only printable one) and
+    without two spaces in a row is its own collapsed form, stripped: checked in C without
+    splitting it into words (most prose heads)."""
+    if text.isprintable() and "  " not in text:
+        return text.strip()
+    return " ".join(text.split())
+
+
 def _clip(text: str, limit: int) -> str:
     # The whitespace-collapsed form of any prefix of ``text`` is a prefix of the collapsed
     # whole; when a short prefix already runs past the limit, its head is the whole's head.
@@ -20,10 +31,13 @@ def _clip(text: str, limit: int) -> str:
     # words split off are most of a preview's cost.
     for head in (limit + limit // 4, 2 * limit):
         if len(text) > head:
-            flat = " ".join(text[:head].split())
-            if utf16_len(flat) > limit:
+            flat = _collapse(text[:head])
+            if flat.isascii():
+                if len(flat) > limit:
+                    return flat[: max(0, limit - 1)] + "…"
+            elif utf16_len(flat) > limit:
                 return utf16_slice_head(flat, limit - 1) + "…"
-    flat = " ".join(text.split())
+    flat = _collapse(text)
     if utf16_len(flat) <= limit:
         return flat
     return utf16_slice_head(flat, limit - 1) + "…"

@@ -53,6 +53,7 @@ _LIGHT_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     E.CUSTOM: ("customType",),
     E.CUSTOM_MESSAGE: ("customType",),
 }
+_MESSAGE: Final = E.MESSAGE
 _ABSENT: Final = object()
 """A field an entry does not have (``dict.get``'s default where ``None`` is a value)."""
 _NON_NULL: Final[dict[str, Any]] = {}
@@ -126,10 +127,18 @@ class LightMaker:
             if ts == self._last_ts and type(ts) is str:
                 ts = self._last_ts  # entries written in the same second or millisecond
             light["timestamp"] = self._last_ts = ts
-        if t == E.MESSAGE:
+        if t == _MESSAGE:
             message = field("message", _ABSENT)
-            if message is not _ABSENT:
-                light["message"] = self._message(message)
+            if type(message) is dict:  # _message, inlined for the usual case
+                field = message.get
+                cache_key = (field("role", _ABSENT), field("provider", _ABSENT), field("model", _ABSENT))
+                try:
+                    summary = self._messages.get(cache_key)
+                except TypeError:
+                    summary = None
+                light["message"] = summary if summary is not None else self._message(message)
+            elif message is not _ABSENT:
+                light["message"] = message
         elif type(t) is str:
             for name in _LIGHT_FIELDS.get(t, ()):
                 if name in entry:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -345,3 +346,9 @@ def test_the_extractive_walk_that_stops_early_keeps_what_reading_everything_keep
                 assert shown == [(i.text, i.tier, i.group) for i in full[key]], key
                 ranked = [i.text for i in sorted(fast[key], key=X._priority)]
                 assert ranked == [i.text for i in sorted(full[key], key=X._priority)], key
+
+
+def test_the_space_is_the_only_printable_whitespace() -> None:
+    """``preview._collapse`` takes a printable text without double spaces as collapsed already:
+    true only while no other whitespace character is printable (every code point checked)."""
+    assert [c for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c).isprintable()] == [32]

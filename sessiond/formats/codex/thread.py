@@ -544,12 +544,24 @@ def to_messages(history: list[HistoryItem], provider: str) -> tuple[int, int, li
             server.clear()
             current = None
 
+    model_types = I.MODEL_ITEM_TYPES
     for h in history:
         item = h.item
-        if not I.is_api_item(item):
+        t = item.get("type")
+        if type(t) is not str:
             continue
-        t = I.item_type(item)
-        if I.is_model_item(item):
+        if t == "message":
+            r = item.get("role")
+            if r == "system":
+                continue  # Codex never sends these
+            model = r == "assistant"
+        elif t in model_types:
+            model = True
+        elif t in I.API_ITEM_TYPES:
+            model = False
+        else:
+            continue
+        if model:
             if current is None:
                 current = (h.entry_id, _assistant_message(provider, h.model, h.ms))
             blocks = h.assistant_blocks()
@@ -560,24 +572,19 @@ def to_messages(history: list[HistoryItem], provider: str) -> tuple[int, int, li
             for block in blocks:
                 if block["type"] == "toolCall":
                     names[block["id"]] = block["name"]
-            done = I.server_side_result(item)
-            if done is not None and blocks:
-                server.append(
-                    (h.entry_id, _tool_result(blocks[0]["id"], blocks[0]["name"], [_text(done)], False, h.ms))
-                )
+            if t in {"web_search_call", "image_generation_call"}:  # server-side: no output follows
+                done = I.server_side_result(item)
+                if done is not None and blocks:
+                    result = _tool_result(blocks[0]["id"], blocks[0]["name"], [_text(done)], False, h.ms)
+                    server.append((h.entry_id, result))
             continue
         flush()
         if t == "message":
-            r = I.role(item)
             if r == "developer":
                 raw.append((h.entry_id, _custom("codex.developer", I.user_blocks(item.get("content")), h.ms)))
             else:
-                raw.append(
-                    (
-                        h.entry_id,
-                        {"role": "user", "content": I.user_blocks(item.get("content")), "timestamp": h.ms},
-                    )
-                )
+                message = {"role": "user", "content": I.user_blocks(item.get("content")), "timestamp": h.ms}
+                raw.append((h.entry_id, message))
         elif t in I.OUTPUT_ITEM_TYPES:
             blocks, failed = I.output_result(item)
             cid = I.call_id(item, h.line)

@@ -245,6 +245,8 @@ EVENTS = st.one_of(
     st.just({"type": "item_completed"}),
     st.just({"type": "thread_settings_applied"}),
     st.just({"type": 7}),
+    st.just({"type": ["token_count"]}),
+    st.just({"type": {"nested": 1}}),
 )
 REPLACEMENT = st.lists(ITEMS, max_size=4)
 

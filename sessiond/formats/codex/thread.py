@@ -59,6 +59,10 @@ INSTRUCTIONS: Final = "codex.instructions"
 SYSTEM_PROMPT_DETAILS: Final = {"systemPrompt": True, "source": "session_meta.base_instructions"}
 
 
+_REPLAYED_EVENTS: Final = frozenset({"token_count", "task_started", "thread_rolled_back", "turn_aborted"})
+"""The ``event_msg`` types the replay acts on (the rest echo items for a UI, or mark progress)."""
+
+
 def entry_id(line: int) -> str:
     return f"L{line}"
 
@@ -226,7 +230,9 @@ class Thread:
             if kind == RESPONSE_ITEM:
                 item(record, out)
             elif kind == EVENT_MSG:
-                event(record, out)
+                t = record.payload.get("type")
+                if type(t) is str and t in _REPLAYED_EVENTS:  # not the UI's echoes of items
+                    event(record, out)
             elif kind == TURN_CONTEXT:
                 model = record.payload.get("model")
                 if type(model) is str and model and model != self.model:
@@ -285,7 +291,7 @@ class Thread:
         parent = path[-1][0] if path else None
         turn = contextual = False
         message: Message | None = None
-        entry: Entry = {}
+        entry: Entry
         if t == "message":
             r = item.get("role")
             if r == "user":

@@ -118,6 +118,10 @@ class Session(LeafMoves):
             session._scan_end = journal.size
             if diag.torn_tail_parsed:
                 session._tail_start = int(index.offsets[len(index) - 1])
+        # The current leaf's light context (path, settings, context entries): what Pi's load
+        # builds with its context, and what the first read after open (usage, context, a
+        # compaction's cut) starts from; appends keep it current from here on.
+        session._light_context()
         return session
 
     # ------------------------------------------------------------------ fork and clone

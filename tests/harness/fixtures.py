@@ -5,7 +5,8 @@ daemon is started, stopped and checked the same way (they were near-copies in te
 tests/acp and tests/clients/python):
 
 * ``daemon``: a daemon of the test's own on ``tmp_path``, stopped with SIGTERM after it and
-  checked to have stopped cleanly (:func:`stop_cleanly`).
+  checked to have stopped cleanly (:func:`stop_cleanly`); ``own_daemon`` is the same under
+  another name, for the tests of a file whose ``daemon`` is the shared one.
 * ``shared_daemon``: one daemon for all the tests of a file (started once; each start costs ~1 s
   of CPU of imports, and a file of twenty such tests spent most of its time starting daemons).
   A file uses it when its tests are independent of each other and none of them changes the
@@ -31,7 +32,7 @@ import pytest
 from sessiond_client import Client
 from tests.harness.daemon import Daemon, start_daemon
 
-__all__ = ["SharedDaemon", "daemon", "file_daemon", "shared_daemon", "stop_cleanly"]
+__all__ = ["SharedDaemon", "daemon", "file_daemon", "own_daemon", "shared_daemon", "stop_cleanly"]
 
 LEFT_CONNECTIONS_TIMEOUT = 30.0
 """Seconds a shared daemon may take to see a test's closed connections go (an upper bound for
@@ -51,6 +52,17 @@ def stop_cleanly(daemon: Daemon) -> None:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[Daemon]:
     """A daemon of the test's own on ``tmp_path``, stopped cleanly after it."""
+    d = start_daemon(tmp_path)
+    try:
+        yield d
+    finally:
+        stop_cleanly(d)
+
+
+@pytest.fixture
+def own_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A daemon of the test's own (as ``daemon``), in a file whose other tests share one: for a
+    test that needs the store to itself (it lists every session, or writes into the store)."""
     d = start_daemon(tmp_path)
     try:
         yield d

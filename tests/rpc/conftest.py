@@ -14,9 +14,9 @@ import pytest
 
 from sessiond_client import Client
 from tests.harness.daemon import Daemon, start_daemon
-from tests.harness.fixtures import daemon, file_daemon, shared_daemon
+from tests.harness.fixtures import daemon, file_daemon, own_daemon, shared_daemon
 
-__all__ = ["Daemon", "client", "daemon", "file_daemon", "shared_daemon", "start_daemon"]
+__all__ = ["Daemon", "client", "daemon", "file_daemon", "own_daemon", "shared_daemon", "start_daemon"]
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ a restart knows what did not change; ``lo``/``hi``, the lowest and highest row i
 texts: a filter on files walks the word index over those spans only; ``tip``, its last entry
 when its entries form one chain from a root, in order: a hit in a file whose leaf is its tip is
 on the current branch without walking the file's parents), ``docs`` (one narrow
-row per searchable text of an entry: its file, time, entry id, role and kind, and whether the
+row per searchable text of an entry: its file, time, entry id, role and kind (no column type:
+known names are kept as a small integer, :mod:`.index`), and whether the
 text is plain ASCII — what every match is joined with, so it stays small enough to be cached),
 ``blocks`` (the texts themselves, many to a compressed row: :mod:`.blocks`; read through the
 ``texts`` view only for the page's snippets, substring checks and deletions), ``nodes``
@@ -77,8 +78,8 @@ CREATE TABLE docs(
     fid INTEGER NOT NULL,
     ts INTEGER NOT NULL,
     entry_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
+    role NOT NULL,
+    kind NOT NULL,
     ascii INTEGER NOT NULL
 );
 CREATE INDEX docs_entry ON docs(fid, entry_id);

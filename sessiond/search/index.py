@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from . import blocks
 from .extract import ROLES, Doc, entry_docs, parent_of
-from .query import Piece, substring_pieces
+from .query import MIN_SUBSTRING, Piece, substring_pieces
 
 MATCH_CAP: Final = 1000
 """Matches a query ranks at most (``total`` is capped there)."""
@@ -695,7 +695,12 @@ def _substring_matches(db: sqlite3.Connection, needle: str, filters: Filters, bu
     files = " JOIN files f ON f.fid = d.fid" if _file_filter_sql(filters)[0] else ""
     best: list[str] | None = None
     fewest = 0
+    words: list[str] = []
     for piece in substring_pieces(needle):
+        if len(piece.gram) < MIN_SUBSTRING:
+            if piece.starts and piece.ends and _PLAIN.fullmatch(piece.text):
+                words.append(f'"{piece.text}"')  # a short word the query holds whole (a.b.c)
+            continue
         found = _tokens(db, piece)
         if found is None:
             continue
@@ -705,7 +710,9 @@ def _substring_matches(db: sqlite3.Connection, needle: str, filters: Filters, bu
         if best is None or held < fewest:
             best, fewest = toks, held
     if best is not None:
-        match = " OR ".join(f'"{t}"' for t in best)  # a token holds no ASCII punctuation
+        words.append("(" + " OR ".join(f'"{t}"' for t in best) + ")")  # tokens hold no ASCII punctuation
+    if words:
+        match = " AND ".join(words)
         # A text of ASCII characters only that the word index finds for a token holding a
         # query of ASCII letters and digits only holds the query: its words are its letters
         # and digits, lowered, nothing folded into them. Only the others are read and checked

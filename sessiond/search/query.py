@@ -130,19 +130,19 @@ class Piece:
     starts: bool
     ends: bool
     gram: str
-    """Its longest run of ASCII letters and digits (3 or more): what the vocabulary's trigram
-    index is asked for (plain ASCII: SQLite 3.40's trigram LIKE crashed the process on some
+    """Its longest run of ASCII letters and digits: what the vocabulary's trigram index is asked
+    for when 3 or more (plain ASCII: SQLite 3.40's trigram LIKE crashed the process on some
     patterns mixing multi-byte characters and wildcards, found by tests/search/test_query.py's
     fuzzing)."""
 
 
 def substring_pieces(needle: str) -> list[Piece]:
-    """The pieces of ``needle`` the vocabulary can be asked for (those with 3 ASCII letters or
-    digits in a row); none: the query scans the texts instead."""
+    """The pieces of ``needle``; the vocabulary is asked for those with 3 ASCII letters or
+    digits in a row (:attr:`Piece.gram`)."""
     pieces: list[Piece] = []
     for m in _RUN.finditer(needle):
         gram = max(_GRAM.findall(m.group()), key=len, default="")
-        if len(gram) >= MIN_SUBSTRING:
+        if gram:
             pieces.append(
                 Piece(
                     ascii_lower(m.group()),

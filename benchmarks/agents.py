@@ -8,6 +8,12 @@ Rows:
   opens it: ``CodexSession.open`` (parse, replay, tree) + the context + its usage. The reference
   is the ``orjson floor``: read the bytes, split lines, ``orjson.loads`` each. Each is timed in a
   fresh process after its imports, interleaved, best of ``--runs``.
+* ``codex read`` - the Codex part of ``benchmarks/search.py``'s corpus: copies of the same real
+  fixture, each a rollout of its own with a fresh thread id (``benchmarks/out/codex-files-<N>mb/``,
+  cached, ``--size-mb`` MiB in all), read the way the search index's first build reads them
+  (``read_codex``: parse the records, replay the thread into the served entries). CPU seconds
+  per 64 MiB; the reference is the same bare orjson scan of the same files, in the same process,
+  interleaved, best of ``--runs``.
 * ``codex follow`` - through a real daemon: one line appended to a watched rollout until the
   subscribed client receives its ``entries_appended`` (p50/p99 over ``--follows``).
 * ``opencode follow`` - through a real daemon: one reply (messages and parts, one transaction,
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import re
 import sqlite3
@@ -79,13 +86,77 @@ def make_rollout(out: Path, size_mb: int) -> Path:
     return target
 
 
+def make_files(out: Path, size_mb: int) -> Path:
+    """Rollouts of about 1 MiB each (the fixture with a fresh thread id), ``size_mb`` MiB in all."""
+    target = out / f"codex-files-{size_mb}mb"
+    done = target / ".complete"
+    if done.exists():
+        return target
+    data = SOURCE.read_bytes()
+    old = SOURCE.stem[-36:].encode()
+    written, n = 0, 0
+    while written < size_mb * MIB:
+        n += 1
+        sid = f"019c8a59-0000-7000-8000-{n:012d}"
+        path = (
+            target
+            / "sessions"
+            / "2026"
+            / "02"
+            / f"{n % 28 + 1:02d}"
+            / f"rollout-2026-02-23T12-54-34-{sid}.jsonl"
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.replace(old, sid.encode()))
+        written += len(data)
+    done.write_text(str(written))
+    return target
+
+
+def _read_files(directory: Path, runs: int) -> dict[str, Any]:
+    """``read_codex`` over every file against a bare orjson scan of them: CPU seconds, best of
+    ``runs``, interleaved in this process."""
+    import orjson  # noqa: PLC0415
+
+    from sessiond.search.codex_file import read_codex  # noqa: PLC0415
+
+    files = sorted(directory.rglob("*.jsonl"))
+
+    def scan() -> None:
+        for path in files:
+            for line in path.read_bytes().split(b"\n"):
+                if line:
+                    orjson.loads(line)
+
+    def read() -> None:
+        for path in files:
+            read_codex(path).close()
+
+    best = {"floor": math.inf, "read": math.inf}
+    for _ in range(runs):
+        for name, fn in (("floor", scan), ("read", read)):
+            start = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - start)
+    return {
+        "bytes": sum(p.stat().st_size for p in files),
+        "files": len(files),
+        "floorSeconds": best["floor"],
+        "readSeconds": best["read"],
+    }
+
+
 def child(argv: list[str]) -> int:
-    """A process of this benchmark: ``_floor PATH`` or ``_load PATH``, timed after its imports."""
+    """A process of this benchmark: ``_floor PATH``, ``_load PATH`` or ``_read DIR RUNS``, timed
+    after its imports."""
     import orjson  # noqa: PLC0415
 
     from sessiond.store.codex import CodexSession  # noqa: PLC0415
 
     kind, path = argv[0], argv[1]
+    if kind == "_read":
+        print(json.dumps(_read_files(Path(path), int(argv[2]))))
+        return 0
     start = time.perf_counter()
     if kind == "_floor":
         with open(path, "rb") as f:
@@ -105,9 +176,13 @@ def child(argv: list[str]) -> int:
     return 0
 
 
-def _timed(kind: str, path: Path) -> dict[str, Any]:
+def _timed(kind: str, path: Path, *more: str) -> dict[str, Any]:
     proc = subprocess.run(
-        module_command(BENCH.module, kind, str(path)), capture_output=True, text=True, check=True, cwd=REPO
+        module_command(BENCH.module, kind, str(path), *more),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     )
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
@@ -263,10 +338,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.size_mb, args.runs, args.follows = 10, 1, 30
     log(f"agents: loading a {args.size_mb} MiB rollout ({args.runs} runs)")
     load = bench_load(args.out, args.size_mb, args.runs)
+    log(f"agents: reading {args.size_mb} MiB of Codex rollouts as the index does ({args.runs} runs)")
+    read = _timed("_read", make_files(args.out, args.size_mb), str(max(args.runs, 3)))
     log(f"agents: {args.follows} follows each through the daemon")
     with tempfile.TemporaryDirectory(prefix="bench-agents-", dir=args.out) as tmp:
         follow = asyncio.run(_follow(Path(tmp), args.follows))
-    return {"load": load, "follow": follow}
+    return {"load": load, "read": read, "follow": follow}
 
 
 def report(res: dict[str, Any]) -> None:
@@ -276,6 +353,13 @@ def report(res: dict[str, Any]) -> None:
     print(f"codex load   {mib:6.1f} MiB  {load['entries']:,} entries  {load['contextMessages']:,} messages")
     print(f"  orjson floor      {load['floorSeconds']:7.3f} s")
     print(f"  CodexSession      {load['loadSeconds']:7.3f} s   ({ratio:.2f}x the floor)")
+    read = res.get("read")
+    if read is not None:
+        per = 64 * MIB / read["bytes"]
+        ratio = read["readSeconds"] / read["floorSeconds"]
+        print(f"codex read   {read['bytes'] / MIB:6.1f} MiB in {read['files']} rollouts (CPU per 64 MiB)")
+        print(f"  orjson floor      {read['floorSeconds'] * per:7.3f} s")
+        print(f"  read_codex        {read['readSeconds'] * per:7.3f} s   ({ratio:.2f}x the floor)")
     for name, lat in follow.items():
         p50, p99, top = lat["p50Ms"], lat["p99Ms"], lat["maxMs"]
         print(f"{name:<8} follow  p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   max {top:7.1f} ms  (n={lat['n']})")
@@ -292,6 +376,16 @@ def extract(d: dict[str, Any]) -> Extract:
         "bare orjson line scan",
         load["floorSeconds"] * 1e3,
     )
+    read = d.get("read")
+    if read is not None:
+        per = 64 * MIB / read["bytes"]
+        e.add(
+            f"Codex rollouts read as the index reads them, {read['files']} files: CPU per 64 MiB",
+            read["readSeconds"] * per,
+            "s",
+            "bare orjson line scan",
+            read["floorSeconds"] * per,
+        )
     e.add("Codex follow: appended line -> entries_appended, p50", follow["codex"]["p50Ms"], "ms")
     e.add("Codex follow, p99", follow["codex"]["p99Ms"], "ms")
     e.add(

@@ -125,6 +125,8 @@ def _marked(text: str, start: str, end: str) -> bool:
 def is_contextual_text(text: str) -> bool:
     """Text Codex injects into a user message itself (instructions, environment, markers)."""
     head = text.lstrip()
+    if head[:1] not in ("<", "#"):  # every marker starts so (nothing else lowers to ``<``)
+        return False
     if head.startswith("<turn_aborted>"):
         return True
     if head.startswith("# AGENTS.md instructions") and head.rstrip().endswith("</INSTRUCTIONS>"):
@@ -214,10 +216,18 @@ def call_id(item: Item, line: int) -> str:
     return f"{item_type(item) or 'call'}_{line}"
 
 
+_JSON_START: Final = frozenset('{["-0123456789tfn \t\n\r')
+"""The characters a JSON text can start with (what follows ``[`` adds ``]``)."""
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     if type(raw) is dict:
         return raw
     if type(raw) is str:
+        if raw[:1] not in _JSON_START or (raw[:1] == "[" and raw[1:2] not in _JSON_START and raw[1:2] != "]"):
+            # Not JSON at all (a redacted or free-form argument string): what a failed parse
+            # gives, without raising and catching the parser's error (it costs microseconds).
+            return {"input": raw}
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -160,25 +160,46 @@ def _extend(rollout: Rollout, data: bytes) -> Rollout:
         return rollout
     number = diag.lines
     records = rollout.records
-    for raw in data[:end].split(b"\n")[:-1]:
+    append = records.append
+    loads = orjson.loads
+    bookkeeping = diag.bookkeeping
+    lines = (data if end == len(data) else data[:end]).split(b"\n")
+    lines.pop()
+    # The hot loop reads each line once. The shapes every Codex build writes (a dict with a
+    # known string ``type``, a dict payload, a string timestamp) are taken here; anything else
+    # goes through :func:`_record`, which says how it is kept or counted.
+    for raw in lines:
         number += 1
-        if not raw.strip():
-            diag.blank_lines += 1
-            continue
         try:
-            obj = orjson.loads(raw)
+            obj = loads(raw)
         except orjson.JSONDecodeError:
-            diag.skip_unparsable(number)
+            if raw.strip():
+                diag.skip_unparsable(number)
+            else:  # no blank line parses
+                diag.blank_lines += 1
             continue
         if type(obj) is not dict:
             diag.not_objects += 1
+            continue
+        kind = obj.get("type")
+        payload = obj.get("payload")
+        ts = obj.get("timestamp")
+        if type(payload) is dict and type(ts) is str and type(kind) is str and kind in RECORD_TYPES:
+            if kind == EVENT_MSG:
+                event = payload.get("type")
+                if type(event) is str and event in BOOKKEEPING_EVENTS:
+                    bookkeeping[f"{EVENT_MSG}/{event}"] += 1
+                    continue
+            elif kind == SESSION_META and rollout.meta is None:
+                rollout.meta = payload
+            append(Record(number, ts, kind, payload))
             continue
         record = _record(obj, number, rollout)
         if record is None:
             continue
         if record.type == SESSION_META and rollout.meta is None:
             rollout.meta = record.payload
-        records.append(record)
+        append(record)
     diag.lines = number
     rollout.bytes_read += end
     return rollout

@@ -59,6 +59,10 @@ INSTRUCTIONS: Final = "codex.instructions"
 SYSTEM_PROMPT_DETAILS: Final = {"systemPrompt": True, "source": "session_meta.base_instructions"}
 
 
+_REPLAYED_EVENTS: Final = frozenset({"token_count", "task_started", "thread_rolled_back", "turn_aborted"})
+"""The ``event_msg`` types the replay acts on (the rest echo items for a UI, or mark progress)."""
+
+
 def entry_id(line: int) -> str:
     return f"L{line}"
 
@@ -108,11 +112,22 @@ class HistoryItem:
     usage: dict[str, Any] | None = None
     blocks: list[dict[str, Any]] | None = None
     """The item's assistant blocks, once computed (the entry and the context share them)."""
+    last_usage: dict[str, Any] | None = None
+    """The ``last_token_usage`` of the latest ``token_count`` after this item, when it is the
+    history's last model item then: :attr:`usage` is made of it when the context asks (most
+    of a long rollout's ``token_count`` events are overtaken by the next before that)."""
 
     def assistant_blocks(self) -> list[dict[str, Any]]:
         if self.blocks is None:
             self.blocks = I.assistant_blocks(self.item, self.line)
         return self.blocks
+
+    def pi_usage(self) -> dict[str, Any] | None:
+        """The usage of the response this item ends (:func:`pi_usage` of its token count)."""
+        if self.last_usage is not None:
+            self.usage = pi_usage(self.last_usage)
+            self.last_usage = None
+        return self.usage
 
 
 @dataclass(slots=True)
@@ -139,13 +154,9 @@ class ThreadDiagnostics:
         }
 
 
-@dataclass(slots=True)
-class _Node:
-    """An entry on the current chain, with what a rollback needs to know about it."""
-
-    id: str
-    turn: bool = False
-    contextual: bool = False
+_Node = tuple[str, bool, bool]
+"""An entry on the current chain, with what a rollback needs to know about it: its id, whether
+it starts a user turn, and whether it is context injected before one."""
 
 
 @dataclass(slots=True)
@@ -157,14 +168,20 @@ class TokenInfo:
 
 
 class Thread:
-    """The state of a thread after the records fed so far."""
+    """The state of a thread after the records fed so far.
+
+    Fed once per line of every rollout the daemon opens or indexes, so the common records
+    are taken in one place each, with what they need computed once (an item's type, role and
+    content are read once; the usage of a ``token_count`` is made when the context asks for
+    it, since the next one usually overtakes it first). What comes out is the same as the
+    plain replay described above: ``tests/formats/test_codex_fast.py`` holds it to that.
+    """
 
     def __init__(self, provider: str = "openai") -> None:
         self.provider = provider
         self.model = ""
         self.path: list[_Node] = []
         self.history: list[HistoryItem] = []
-        self.token_info: TokenInfo | None = None
         self.window: int | None = None
         self.diagnostics = ThreadDiagnostics()
         self.last_line = 0
@@ -176,10 +193,26 @@ class Thread:
         """Put before every new entry id: ``B`` while a fork's inherited history is fed."""
         self.instructions: HistoryItem | None = None
         """The base instructions (``session_meta.base_instructions.text``): the system prompt."""
+        self._token: tuple[Any, Any, int | None, int] | None = None
+        """The last ``token_count``'s ``(total, last, window, line)`` (:attr:`token_info`)."""
+        self._last_model: HistoryItem | None = None
+        """The history's last model item, which a ``token_count`` gives its usage to."""
+        self._last_model_known = True
+        """False after the history was replaced (found again when a ``token_count`` needs it)."""
 
     @property
     def leaf_id(self) -> str | None:
-        return self.path[-1].id if self.path else None
+        return self.path[-1][0] if self.path else None
+
+    @property
+    def token_info(self) -> TokenInfo | None:
+        """The usage the last ``token_count`` reported, and the window known then."""
+        if self._token is None:
+            return None
+        total, last, window, line = self._token
+        return TokenInfo(
+            total if type(total) is dict else None, last if type(last) is dict else None, window, line
+        )
 
     # ------------------------------------------------------------------ feeding
 
@@ -190,19 +223,22 @@ class Thread:
 
     def _feed(self, records: list[Record]) -> list[Entry]:
         out: list[Entry] = []
+        item = self._item
+        event = self._event
         for record in records:
-            self.last_line = record.line
-            if record.timestamp:
-                self.last_timestamp = record.timestamp
             kind = record.type
             if kind == RESPONSE_ITEM:
-                self._item(record, out)
+                item(record, out)
+            elif kind == EVENT_MSG:
+                t = record.payload.get("type")
+                if type(t) is str and t in _REPLAYED_EVENTS:  # not the UI's echoes of items
+                    event(record, out)
+            elif kind == TURN_CONTEXT:
+                model = record.payload.get("model")
+                if type(model) is str and model and model != self.model:
+                    self._model_change(record, model, out)
             elif kind == COMPACTED:
                 self._compacted(record, out)
-            elif kind == TURN_CONTEXT:
-                self._turn_context(record, out)
-            elif kind == EVENT_MSG:
-                self._event(record, out)
             elif kind == SESSION_META and not self._meta_seen:
                 self._meta_seen = True
                 provider = record.payload.get("model_provider")
@@ -210,6 +246,12 @@ class Thread:
                     self.provider = provider
                 if not self.id_prefix:  # a fork's own instructions, not its parent's
                     self._instructions(record, out)
+        if records:
+            self.last_line = records[-1].line
+            for record in reversed(records):
+                if record.timestamp:
+                    self.last_timestamp = record.timestamp
+                    break
         return out
 
     def _instructions(self, record: Record, out: list[Entry]) -> None:
@@ -226,7 +268,7 @@ class Thread:
         self.instructions = HistoryItem(eid, item, record.line, _ms(record.timestamp), self.model)
         entry = _custom_message_entry(eid, record.timestamp, INSTRUCTIONS, content)
         entry["details"] = dict(SYSTEM_PROMPT_DETAILS)
-        self._append(out, entry, _Node(eid))
+        self._append(out, entry, (eid, False, False))
 
     def _append(self, out: list[Entry], entry: Entry, node: _Node) -> None:
         entry["parentId"] = self.leaf_id
@@ -234,71 +276,104 @@ class Thread:
         self.path.append(node)
 
     def _item(self, record: Record, out: list[Entry]) -> None:
+        """A response item: its tree entry, and its place in the history when Codex sends it
+        (every known item but a ``system`` message and the items Codex only records)."""
         item = record.payload
-        t = I.item_type(item)
-        if t is None or t not in I.KNOWN_ITEM_TYPES:
-            self.diagnostics.unknown_items[t if t is not None else "(none)"] += 1
+        t = item.get("type")
+        if type(t) is not str or t not in I.KNOWN_ITEM_TYPES:
+            self.diagnostics.unknown_items[t if type(t) is str else "(none)"] += 1
             return
-        eid = self.id_prefix + entry_id(record.line)
-        ms = _ms(record.timestamp)
-        node = _Node(eid)
-        history_item = HistoryItem(eid, item, record.line, ms, self.model)
-        if I.is_api_item(item):
-            self.history.append(history_item)
-            if I.item_type(item) == "message":
-                node.turn = I.is_user_turn(item)
-                node.contextual = I.is_contextual_user(item) or I.is_contextual_developer(item)
-        entry = self._entry_for(history_item, record, eid, ms)
-        self._append(out, entry, node)
-
-    def _entry_for(self, history_item: HistoryItem, record: Record, eid: str, ms: int) -> Entry:
-        item = history_item.item
-        t = I.item_type(item)
+        line = record.line
+        eid = f"{self.id_prefix}L{line}"
         ts = record.timestamp
+        ms = _ms(ts)
+        path = self.path
+        parent = path[-1][0] if path else None
+        turn = contextual = False
+        message: Message | None = None
+        entry: Entry
         if t == "message":
-            r = I.role(item)
+            r = item.get("role")
             if r == "user":
-                message: Message = {
-                    "role": "user",
-                    "content": I.user_blocks(item.get("content")),
-                    "timestamp": ms,
-                }
-                return _message_entry(eid, ts, message)
-            if r == "assistant":
-                return _message_entry(eid, ts, self._assistant(list(history_item.assistant_blocks()), ms))
-            if r == "developer":
-                return _custom_message_entry(eid, ts, "codex.developer", I.user_blocks(item.get("content")))
-            return _custom_entry(eid, ts, f"codex.message/{r}", {"text": _clip(I.user_text(item))})
-        if t in I.OUTPUT_ITEM_TYPES:
-            blocks, failed = I.output_result(item)
-            cid = I.call_id(item, record.line)
-            message = _tool_result(cid, self._names.get(cid, ""), blocks, failed, ms)
-            return _message_entry(eid, ts, message)
-        if t in I.COMPACTION_ITEM_TYPES:
-            return _custom_message_entry(
-                eid, ts, "codex.compaction", [{"type": "text", "text": I.compaction_text(item)}]
-            )
-        if I.is_model_item(item):
-            blocks = list(history_item.assistant_blocks())
+                h = HistoryItem(eid, item, line, ms, self.model)
+                self.history.append(h)
+                content = item.get("content")
+                contextual = any(I.is_contextual_text(text) for text in I.texts(content))
+                turn = not contextual
+                message = {"role": "user", "content": I.user_blocks(content), "timestamp": ms}
+            elif r == "assistant":
+                h = HistoryItem(eid, item, line, ms, self.model)
+                self.history.append(h)
+                self._last_model = h
+                message = self._assistant(list(h.assistant_blocks()), ms)
+            elif r == "developer":
+                self.history.append(HistoryItem(eid, item, line, ms, self.model))
+                contextual = I.is_contextual_developer(item)
+                entry = _custom_message_entry(eid, ts, "codex.developer", I.user_blocks(item.get("content")))
+                entry["parentId"] = parent
+            else:
+                if r != "system":
+                    self.history.append(HistoryItem(eid, item, line, ms, self.model))
+                label = r if type(r) is str else None
+                entry = _custom_entry(eid, ts, f"codex.message/{label}", {"text": _clip(I.user_text(item))})
+                entry["parentId"] = parent
+        elif t in I.MODEL_ITEM_TYPES:
+            h = HistoryItem(eid, item, line, ms, self.model)
+            self.history.append(h)
+            self._last_model = h
+            blocks = list(h.assistant_blocks())
+            names = self._names
             for block in blocks:
                 if block["type"] == "toolCall":
-                    self._names[block["id"]] = block["name"]
-            return _message_entry(eid, ts, self._assistant(blocks, ms))
-        data = {k: v for k, v in item.items() if k != "type" and type(v) in (str, int, float, bool)}
-        return _custom_entry(eid, ts, f"codex.{t}", data)
+                    names[block["id"]] = block["name"]
+            message = self._assistant(blocks, ms)
+        elif t in I.OUTPUT_ITEM_TYPES:
+            self.history.append(HistoryItem(eid, item, line, ms, self.model))
+            blocks, failed = I.output_result(item)
+            cid = I.call_id(item, line)
+            message = _tool_result(cid, self._names.get(cid, ""), blocks, failed, ms)
+        elif t in I.COMPACTION_ITEM_TYPES:
+            self.history.append(HistoryItem(eid, item, line, ms, self.model))
+            content = [{"type": "text", "text": I.compaction_text(item)}]
+            entry = _custom_message_entry(eid, ts, "codex.compaction", content)
+            entry["parentId"] = parent
+        else:  # recorded, never sent: ghost snapshots and the like
+            data = {k: v for k, v in item.items() if k != "type" and type(v) in (str, int, float, bool)}
+            entry = _custom_entry(eid, ts, f"codex.{t}", data)
+            entry["parentId"] = parent
+        if message is not None:
+            entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts, "message": message}
+        out.append(entry)
+        path.append((eid, turn, contextual))
 
-    def _assistant(self, blocks: list[dict[str, Any]], ms: int, usage: Any = None) -> Message:
-        has_calls = any(b["type"] == "toolCall" for b in blocks)
+    def _assistant(self, blocks: list[dict[str, Any]], ms: int) -> Message:
+        has_calls = False
+        for block in blocks:
+            if block["type"] == "toolCall":
+                has_calls = True
+                break
         return {
             "role": "assistant",
             "content": blocks,
             "api": API,
             "provider": self.provider,
             "model": self.model,
-            "usage": usage if usage is not None else _zero_usage(),
+            "usage": {
+                "input": 0,
+                "output": 0,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 0,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            },
             "stopReason": "toolUse" if has_calls else "stop",
             "timestamp": ms,
         }
+
+    def _replaced_history(self, history: list[HistoryItem]) -> None:
+        self.history = history
+        self._last_model = None
+        self._last_model_known = False
 
     def _compacted(self, record: Record, out: list[Entry]) -> None:
         payload = record.payload
@@ -309,18 +384,15 @@ class Thread:
         self.diagnostics.compactions += 1
         ms = _ms(record.timestamp)
         if type(replacement) is list:
-            self.history = [
-                HistoryItem(eid, item, record.line, ms, self.model)
-                for item in replacement
-                if type(item) is dict
-            ]
+            items = [item for item in replacement if type(item) is dict]
+            self._replaced_history([HistoryItem(eid, item, record.line, ms, self.model) for item in items])
         else:
             self.diagnostics.summary_only_compactions += 1
-            self.history = self._rebuilt(eid, record.line, ms, summary)
+            self._replaced_history(self._rebuilt(eid, record.line, ms, summary))
         data: dict[str, Any] = {"summary": summary}
         if type(replacement) is list:
             data["replacementItems"] = len(replacement)
-        self._append(out, _custom_entry(eid, record.timestamp, "codex.compacted", data), _Node(eid))
+        self._append(out, _custom_entry(eid, record.timestamp, "codex.compacted", data), (eid, False, False))
 
     def _rebuilt(self, eid: str, line: int, ms: int, summary: str) -> list[HistoryItem]:
         """The history a summary-only compaction leaves (what Codex's local compaction builds)."""
@@ -358,10 +430,8 @@ class Thread:
         rebuilt.append(HistoryItem(eid, summary_item, line, ms, self.model))
         return rebuilt
 
-    def _turn_context(self, record: Record, out: list[Entry]) -> None:
-        model = record.payload.get("model")
-        if type(model) is not str or not model or model == self.model:
-            return
+    def _model_change(self, record: Record, model: str, out: list[Entry]) -> None:
+        """A ``turn_context`` naming another model: a ``model_change`` entry."""
         self.model = model
         eid = self.id_prefix + entry_id(record.line)
         entry = {
@@ -372,7 +442,7 @@ class Thread:
             "provider": self.provider,
             "modelId": model,
         }
-        self._append(out, entry, _Node(eid))
+        self._append(out, entry, (eid, False, False))
 
     def _event(self, record: Record, out: list[Entry]) -> None:
         payload = record.payload
@@ -382,22 +452,18 @@ class Thread:
             if type(info) is not dict:
                 return
             last = info.get("last_token_usage")
-            total = info.get("total_token_usage")
             window = info.get("model_context_window")
             if type(window) is int and window > 0:
                 self.window = window
-            self.token_info = TokenInfo(
-                total if type(total) is dict else None,
-                last if type(last) is dict else None,
-                self.window,
-                record.line,
-            )
-            usage = pi_usage(last)
-            if usage is not None:
-                for h in reversed(self.history):
-                    if I.is_model_item(h.item):
-                        h.usage = usage
-                        break
+            self._token = (info.get("total_token_usage"), last, self.window, record.line)
+            if type(last) is dict:
+                if not self._last_model_known:
+                    models = (h for h in reversed(self.history) if I.is_model_item(h.item))
+                    self._last_model = next(models, None)
+                    self._last_model_known = True
+                h = self._last_model
+                if h is not None:
+                    h.last_usage = last
         elif t == "task_started":
             window = payload.get("model_context_window")
             if type(window) is int and window > 0:
@@ -414,11 +480,12 @@ class Thread:
         self.diagnostics.rolled_back_turns += count
         before = len(self.path)
         if count:
-            self.history = _drop_turns(self.history, count)
+            self._replaced_history(_drop_turns(self.history, count))
             self.path = _drop_path_turns(self.path, count)
         eid = self.id_prefix + entry_id(record.line)
         data = {"numTurns": count, "droppedEntries": before - len(self.path)}
-        self._append(out, _custom_entry(eid, record.timestamp, "codex.thread_rolled_back", data), _Node(eid))
+        entry = _custom_entry(eid, record.timestamp, "codex.thread_rolled_back", data)
+        self._append(out, entry, (eid, False, False))
 
     # ------------------------------------------------------------------ the context
 
@@ -451,12 +518,12 @@ def _drop_turns(history: list[HistoryItem], count: int) -> list[HistoryItem]:
 
 
 def _drop_path_turns(path: list[_Node], count: int) -> list[_Node]:
-    turns = [i for i, n in enumerate(path) if n.turn]
+    turns = [i for i, n in enumerate(path) if n[1]]
     if not turns:
         return path
     first = turns[0]
     cut = first if count >= len(turns) else turns[len(turns) - count]
-    while cut > first and path[cut - 1].contextual:
+    while cut > first and path[cut - 1][2]:
         cut -= 1
     return path[:cut]
 
@@ -483,39 +550,47 @@ def to_messages(history: list[HistoryItem], provider: str) -> tuple[int, int, li
             server.clear()
             current = None
 
+    model_types = I.MODEL_ITEM_TYPES
     for h in history:
         item = h.item
-        if not I.is_api_item(item):
+        t = item.get("type")
+        if type(t) is not str:
             continue
-        t = I.item_type(item)
-        if I.is_model_item(item):
+        if t == "message":
+            r = item.get("role")
+            if r == "system":
+                continue  # Codex never sends these
+            model = r == "assistant"
+        elif t in model_types:
+            model = True
+        elif t in I.API_ITEM_TYPES:
+            model = False
+        else:
+            continue
+        if model:
             if current is None:
                 current = (h.entry_id, _assistant_message(provider, h.model, h.ms))
             blocks = h.assistant_blocks()
             current[1]["content"].extend(blocks)
-            if h.usage is not None:
-                current[1]["usage"] = h.usage
+            usage = h.pi_usage()
+            if usage is not None:
+                current[1]["usage"] = usage
             for block in blocks:
                 if block["type"] == "toolCall":
                     names[block["id"]] = block["name"]
-            done = I.server_side_result(item)
-            if done is not None and blocks:
-                server.append(
-                    (h.entry_id, _tool_result(blocks[0]["id"], blocks[0]["name"], [_text(done)], False, h.ms))
-                )
+            if t in {"web_search_call", "image_generation_call"}:  # server-side: no output follows
+                done = I.server_side_result(item)
+                if done is not None and blocks:
+                    result = _tool_result(blocks[0]["id"], blocks[0]["name"], [_text(done)], False, h.ms)
+                    server.append((h.entry_id, result))
             continue
         flush()
         if t == "message":
-            r = I.role(item)
             if r == "developer":
                 raw.append((h.entry_id, _custom("codex.developer", I.user_blocks(item.get("content")), h.ms)))
             else:
-                raw.append(
-                    (
-                        h.entry_id,
-                        {"role": "user", "content": I.user_blocks(item.get("content")), "timestamp": h.ms},
-                    )
-                )
+                message = {"role": "user", "content": I.user_blocks(item.get("content")), "timestamp": h.ms}
+                raw.append((h.entry_id, message))
         elif t in I.OUTPUT_ITEM_TYPES:
             blocks, failed = I.output_result(item)
             cid = I.call_id(item, h.line)

@@ -7,7 +7,8 @@ blocks of about :data:`BLOCK_BYTES` (4 KiB: a third of the text compressed, a bl
 25 us — a substring query checks candidates from hundreds of blocks; 16 KiB kept a quarter but
 took three times as long) and each block is one row of ``blocks``, keyed by the row
 id of its first text: a text's block is the one with the greatest key not above its id (a
-batch's ids are consecutive and above every id before it). ``sd_text(block id, data, text
+batch's ids are consecutive and above every id left, and it first drops the blocks from its
+first id up: what they held is gone). ``sd_text(block id, data, text
 id)``, a function registered on every connection of the index, gives a text back — the
 ``texts`` view the word index takes its content from (snippets, deletions) — and keeps the
 blocks it opened last, decoded: a query's candidates come newest first, many from one block.

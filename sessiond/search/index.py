@@ -147,9 +147,12 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
         )
         db.executemany("INSERT INTO words(rowid, text) VALUES (?, ?)", enumerate(texts, first))
         encoded = [blocks.encode(t) for t in texts]
-        # a block id of texts gone since (all of them: ids start above every id left) is reused
+        # Blocks from here up hold only texts gone since (an entry indexed again leaves its
+        # block until its file goes), and ids start above every text left: without this, a
+        # text given the id after such a block's first would be read from it.
+        db.execute("DELETE FROM blocks WHERE id >= ?", (first,))
         db.executemany(
-            "INSERT OR REPLACE INTO blocks(id, fid, data) VALUES (?, ?, ?)",
+            "INSERT INTO blocks(id, fid, data) VALUES (?, ?, ?)",
             [(start, fid, blocks.pack(part)) for start, part in blocks.split(first, encoded)],
         )
         _count_tokens(db, blocks.token_counts(encoded))

@@ -95,3 +95,33 @@ def test_nothing_of_a_removed_file_stays(tmp_path: Path) -> None:
         assert _found(db, "shared") == set()
     finally:
         db.close()
+
+
+def test_entries_indexed_again_read_their_new_texts(tmp_path: Path) -> None:
+    """An entry sent again has its texts replaced: the new ones get the ids of the texts that
+    went, and must be read from their own block, not from one the old texts left behind."""
+    db = open_index(tmp_path / "index.sqlite3")
+    try:
+        _index(db, "/a.jsonl", ["first text"])
+        for batch in (["e1", "e2"], ["e3", "e4"]):
+            db.execute("BEGIN")
+            ix.add_entries(db, "/a.jsonl", [_message(e, f"old {e} text") for e in batch], None, None, None)
+            db.execute("COMMIT")
+        db.execute("BEGIN")  # e2 to e4 again, in one batch: their texts get ids from e2's on
+        again = [_message(e, f"new {e} words") for e in ("e2", "e3", "e4")]
+        ix.add_entries(db, "/a.jsonl", again, None, None, None)
+        db.execute("COMMIT")
+        texts = dict(
+            db.execute("SELECT d.entry_id, t.text FROM docs d JOIN texts t ON t.id = d.id").fetchall()
+        )
+        assert texts == {
+            "e0": "first text",
+            "e1": "old e1 text",
+            "e2": "new e2 words",
+            "e3": "new e3 words",
+            "e4": "new e4 words",
+        }
+        assert _found(db, "new e3") == {"e3"}
+        assert _found(db, "old e3") == set()
+    finally:
+        db.close()

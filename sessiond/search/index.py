@@ -254,10 +254,9 @@ def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> N
     old = db.execute(
         f"SELECT id, text FROM texts WHERE id IN (SELECT id FROM docs WHERE {where})", args
     ).fetchall()
-    if not old:
-        return
-    db.executemany("INSERT INTO words(words, rowid, text) VALUES ('delete', ?, ?)", old)
-    _uncount_tokens(db, blocks.token_counts(blocks.encode(t) for _, t in old))
+    if old:
+        db.executemany("INSERT INTO words(words, rowid, text) VALUES ('delete', ?, ?)", old)
+        _uncount_tokens(db, blocks.token_counts(blocks.encode(t) for _, t in old))
     db.execute(f"DELETE FROM docs WHERE {where}", args)
 
 

@@ -30,6 +30,7 @@ import os
 import re
 import sqlite3
 import struct
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -88,6 +89,21 @@ def split(first: int, encoded: list[bytes]) -> Iterator[tuple[int, list[bytes]]]
 
 def encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def plain(text: str) -> bool:
+    """Whether the word tokenizer sees in ``text`` nothing but its ASCII letters and digits: no
+    non-ASCII letter, digit, mark or private-use character (what unicode61 makes words of, or
+    folds), only ASCII and symbols or punctuation (``—``, ``→``, ``✓``: separators to it). A
+    word of such a text is a run of its ASCII letters and digits, as it is written."""
+    if text.isascii():
+        return True
+    for c in set(text):
+        if ord(c) > 127:
+            category = unicodedata.category(c)
+            if category[0] in "LNM" or category == "Co":
+                return False
+    return True
 
 
 def token_counts(encoded: Iterable[bytes]) -> Counter[str]:

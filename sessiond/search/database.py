@@ -12,7 +12,8 @@ when its entries form one chain from a root, in order: a hit in a file whose lea
 on the current branch without walking the file's parents), ``docs`` (one narrow
 row per searchable text of an entry: its file, time, entry id, role and kind (no column type:
 known names are kept as a small integer, :mod:`.index`), and whether the
-text is plain ASCII — what every match is joined with, so it stays small enough to be cached),
+text's words are only its ASCII letters and digits (:func:`.blocks.plain`) — what every
+match is joined with, so it stays small enough to be cached),
 ``blocks`` (the texts themselves, many to a compressed row: :mod:`.blocks`; read through the
 ``texts`` view only for the page's snippets, substring checks and deletions), ``nodes``
 (every entry's parent, for "on the current branch"), ``words``, an FTS5 index over
@@ -80,7 +81,7 @@ CREATE TABLE docs(
     entry_id TEXT NOT NULL,
     role NOT NULL,
     kind NOT NULL,
-    ascii INTEGER NOT NULL
+    plain INTEGER NOT NULL
 );
 CREATE INDEX docs_entry ON docs(fid, entry_id);
 CREATE TABLE blocks(

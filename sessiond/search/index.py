@@ -139,9 +139,9 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
         first = before + 1
         texts = [_unmarked(d.text) for d in docs]
         db.executemany(
-            "INSERT INTO docs(id, fid, ts, entry_id, role, kind, ascii) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docs(id, fid, ts, entry_id, role, kind, plain) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (first + i, fid, d.timestamp_ms, d.entry_id, _code(d.role), _code(d.kind), t.isascii())
+                (first + i, fid, d.timestamp_ms, d.entry_id, _code(d.role), _code(d.kind), blocks.plain(t))
                 for i, (d, t) in enumerate(zip(docs, texts, strict=True))
             ],
         )
@@ -715,14 +715,15 @@ def _substring_matches(db: sqlite3.Connection, needle: str, filters: Filters, bu
         words.append("(" + " OR ".join(f'"{t}"' for t in best) + ")")  # tokens hold no ASCII punctuation
     if words:
         match = " AND ".join(words)
-        # A text of ASCII characters only that the word index finds for a token holding a
-        # query of ASCII letters and digits only holds the query: its words are its letters
-        # and digits, lowered, nothing folded into them. Only the others are read and checked
-        # (a block to decompress each: 70% of a query whose candidates were all checked).
+        # A plain text (blocks.plain: its words are runs of its ASCII letters and digits, as
+        # written) that the word index finds for a token holding a query of ASCII letters and
+        # digits only holds the query: the query lies inside one of the token's words, and the
+        # text holds that word. Only the others are read and checked (a block to decompress
+        # each: 70% of a query whose candidates were all checked).
         plain = _PLAIN.fullmatch(needle) is not None
         sql = (
             f"SELECT {_HIT_COLUMNS} FROM words JOIN docs d ON d.id = words.rowid{files} "
-            "WHERE words MATCH ? AND CASE WHEN d.ascii AND ? THEN 1 "
+            "WHERE words MATCH ? AND CASE WHEN d.plain AND ? THEN 1 "
             f"ELSE instr(lower((SELECT text FROM texts WHERE id = d.id)), lower(?)) > 0 END{where} "
             "ORDER BY words.rowid DESC LIMIT ?"
         )

@@ -18,7 +18,7 @@ from sessiond.search.database import open_index
 from sessiond.search.index import FileMeta, Filters, Signature
 from sessiond.search.query import ascii_lower
 
-ALPHABET = [*"abcABC019_-. /:éÉßİ日😀", "abc", "Bca", "xyz", "ABCx"]
+ALPHABET = [*"abceABCE019_-. /:éÉßİ日😀→²ǅ\u0301\ue000", "abc", "Bca", "xyz", "ABCx"]
 _text = st.lists(st.sampled_from(ALPHABET), max_size=12).map("".join)
 
 
@@ -123,5 +123,19 @@ def test_entries_indexed_again_read_their_new_texts(tmp_path: Path) -> None:
         }
         assert _found(db, "new e3") == {"e3"}
         assert _found(db, "old e3") == set()
+    finally:
+        db.close()
+
+
+def test_folded_words_are_checked(tmp_path: Path) -> None:
+    """The word index folds accents (``abcé`` is the word ``abce`` to it): a text with such a
+    letter is checked, never taken as a hit on the word index's say; one whose only non-ASCII
+    characters are symbols (``→``: a separator) need not be."""
+    db = open_index(tmp_path / "index.sqlite3")
+    try:
+        _index(db, "/a.jsonl", ["abce", "abcé", "ab→ce", "x abce→y", "ABCE\u0301"])
+        assert _found(db, "bce") == {"e0", "e3", "e4"}
+        assert _found(db, "bcé") == {"e1"}
+        assert _found(db, "abce→") == {"e3"}
     finally:
         db.close()

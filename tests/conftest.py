@@ -74,7 +74,6 @@ HEAVY_FIRST = (
     # ~45-80 s each on a quiet machine (many daemons one after the other), after the longer ones
     "tests/scale/test_jetstream.py",
     "tests/rpc/test_transport.py",
-    "tests/rpc/test_compaction.py",
     "tests/clients/typescript/test_typescript_client.py",
     "tests/cli/test_fixtures.py",
     "tests/store/test_pi_roundtrip.py",

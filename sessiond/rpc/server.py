@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import gc
 import logging
 import os
 import resource
@@ -624,6 +625,10 @@ def serve(config: Config, *, tcp: str | None = None, stdio: bool = False, ui: st
     lock.acquire()
     try:
         daemon = Daemon(config)
+        # What is loaded by now (modules, classes: pydantic's models, lsprotocol's types) lives as
+        # long as the process: frozen out of the collector's sight, it is no longer traversed by
+        # every full collection, nor by the last one at exit (~0.2 s of CPU of every stop).
+        gc.freeze()
         asyncio.run(daemon.run(tcp=tcp, stdio=stdio, ui=viewer))
     finally:
         lock.release()

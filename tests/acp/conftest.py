@@ -1,19 +1,8 @@
-"""The daemon every ACP test records through (one per test, on its own store and socket)."""
+"""The daemon every ACP test records through (one per test, on its own store and socket):
+:mod:`tests.harness.fixtures`' ``daemon``, stopped and checked like every other test's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from tests.harness.fixtures import daemon
 
-import pytest
-
-from tests.harness.daemon import Daemon, start_daemon
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        d.stop()
+__all__ = ["daemon"]

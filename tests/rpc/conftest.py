@@ -1,33 +1,22 @@
 """Fixtures of the integration tests: the real daemon on a temporary store, and a client of it.
 
-The daemon itself is started by :mod:`tests.harness.daemon` (the one harness every test uses);
-``Daemon`` and ``start_daemon`` stay importable from here.
+The daemon itself is started by :mod:`tests.harness.daemon` (the one harness every test uses) and
+its fixtures are :mod:`tests.harness.fixtures`' (``daemon``: one per test, ``shared_daemon``: one
+per file); ``Daemon`` and ``start_daemon`` stay importable from here.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
 from sessiond_client import Client
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.fixtures import daemon, file_daemon, own_daemon, shared_daemon
 
-__all__ = ["Daemon", "client", "daemon", "start_daemon"]
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        code = d.stop()
-        assert code == 0, d.log_text()
-        assert not d.socket.exists(), "the socket was not removed on SIGTERM"
-        assert "Traceback" not in d.log_text() or "internal error" in d.log_text(), d.log_text()
+__all__ = ["Daemon", "client", "daemon", "file_daemon", "own_daemon", "shared_daemon", "start_daemon"]
 
 
 @pytest.fixture

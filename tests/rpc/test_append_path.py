@@ -15,8 +15,16 @@ from sessiond_client import RpcError
 from sessiond_protocol import ErrorCode
 from tests.builders import user
 from tests.harness.daemon import Daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """One daemon for the file's tests (each test appends to sessions of its own; ``shared_daemon``
+    checks that none leaves a connection behind); a test that configures its daemon starts its own."""
+    return shared_daemon
 
 
 def msg(text: str) -> dict[str, Any]:

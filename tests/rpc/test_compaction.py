@@ -1,9 +1,11 @@
 """Compaction through the real daemon: summarizers, policy, cancellation, micro-compaction.
 
-Every test starts ``sessiond serve`` on a temporary store and talks to it over its socket
-with the real client; summaries come from a client answering ``compaction/summarize``, a
-configured command, a fake OpenAI-compatible model on 127.0.0.1, or the built-in extractive
-summarizer.
+The tests talk to ``sessiond serve`` on a temporary store over its socket with the real client;
+summaries come from a client answering ``compaction/summarize``, a configured command, a fake
+OpenAI-compatible model on 127.0.0.1, or the built-in extractive summarizer. The tests with the
+default configuration share one daemon (``shared_daemon``: each works on sessions of its own and
+leaves no connection behind, so no summarizing client of one test is seen by another); those that
+configure the daemon start their own.
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ from sessiond_protocol import ErrorCode
 from tests.builders import assistant, tool_result, user
 from tests.harness.calls import call, msg
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.fixtures import SharedDaemon
 from tests.service.fake_model import FakeModel, Reply, completion
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """The file's one daemon (the tests are independent of each other: module docstring)."""
+    return shared_daemon
+
 
 OVERFLOW = "prompt is too long: 213462 tokens > 200000 maximum"
 

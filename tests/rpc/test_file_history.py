@@ -16,8 +16,18 @@ from tests.builders import assistant, user
 from tests.conftest import CLAUDE_FIXTURES
 from tests.harness.calls import call
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """One daemon for the file's tests (each test edits a workspace of its own under ``tmp_path``
+    through sessions of its own; ``shared_daemon``
+    checks that none leaves a connection behind); a test that configures its daemon starts its own."""
+    return shared_daemon
+
 
 CLAUDE_SAMPLE = CLAUDE_FIXTURES / "spotter-2.1.39" / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 CLAUDE_CWD = "/home/USER/projects/spotter-worktrees/spotter-4te"

@@ -1,9 +1,15 @@
-"""Every method against the real daemon over its Unix socket, results checked against the protocol models."""
+"""Every method against the real daemon over its Unix socket, results checked against the protocol models.
+
+The tests share one daemon (``shared_daemon``: each works on sessions of its own and leaves no
+connection behind); those that list every session of the store, or write into it, have their own
+(``own_daemon``, ``own_client``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +20,26 @@ from sessiond_protocol import METHODS, ErrorCode
 from tests.builders import assistant, user
 from tests.harness.calls import append_entries, call, msg
 from tests.harness.daemon import Daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """The file's one daemon (module docstring)."""
+    return shared_daemon
+
+
+@pytest.fixture
+async def own_client(own_daemon: Daemon) -> AsyncIterator[Client]:
+    """A client of a daemon of the test's own (the store to itself)."""
+    c = await own_daemon.client()
+    try:
+        yield c
+    finally:
+        with contextlib.suppress(Exception):
+            await c.close()
 
 
 async def new_session(client: Client, **kw: Any) -> str:
@@ -41,7 +65,8 @@ async def test_initialize_answers_capabilities(daemon: Daemon) -> None:
     await client.close()
 
 
-async def test_session_lifecycle_new_append_load_list(client: Client) -> None:
+async def test_session_lifecycle_new_append_load_list(own_client: Client) -> None:
+    client = own_client
     sid = await new_session(client, subscribe=True)
     appended = await call(
         client,
@@ -229,7 +254,8 @@ async def test_context_get_and_edit(client: Client) -> None:
     assert exc.value.code == ErrorCode.ENTRY_NOT_FOUND and exc.value.message == "Entry nope not found"
 
 
-async def test_set_name_fork_delete_close(client: Client, daemon: Daemon) -> None:
+async def test_set_name_fork_delete_close(own_client: Client, own_daemon: Daemon) -> None:
+    client, daemon = own_client, own_daemon
     sid = await new_session(client, subscribe=True)
     u1, a1, u2 = await append_entries(client, sid, msg(user("one")), msg(assistant("a")), msg(user("two")))
     named = await call(client, "session/setName", {"sessionId": sid, "name": "  My\nsession "})
@@ -250,7 +276,8 @@ async def test_set_name_fork_delete_close(client: Client, daemon: Daemon) -> Non
     assert {s["sessionId"] for s in listed["sessions"]} == {sid, forked["sessionId"]}
 
 
-async def test_list_pagination_and_bad_cursor(client: Client) -> None:
+async def test_list_pagination_and_bad_cursor(own_client: Client) -> None:
+    client = own_client
     sids = []
     for i in range(5):
         sid = await new_session(client)
@@ -314,7 +341,8 @@ async def test_a_new_subscriber_gets_the_usage_alone(daemon: Daemon) -> None:
     await b.close()
 
 
-async def test_domain_error_codes(client: Client, daemon: Daemon) -> None:
+async def test_domain_error_codes(own_client: Client, own_daemon: Daemon) -> None:
+    client, daemon = own_client, own_daemon
     sid = await new_session(client)
     mc = (
         await call(

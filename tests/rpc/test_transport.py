@@ -17,8 +17,17 @@ from sessiond_client import Client, RpcError
 from sessiond_protocol import ErrorCode
 from tests.builders import user
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """One daemon for the tests of the default configuration (each opens connections of its own
+    and closes them; ``shared_daemon`` checks that none is left); a test that configures its
+    daemon, or stops it, starts its own."""
+    return shared_daemon
 
 
 def raw_exchange(path: Path, data: bytes, *, read: bool = True, timeout: float = 5) -> bytes:

@@ -208,29 +208,31 @@ async def _objects(link: Link) -> list[StoredObject]:
     """Every object's current metadata, with its sequence and server time."""
     bucket = link.settings.object_bucket
     stream = object_stream(bucket)
+    meta_subjects = f"$O.{bucket}.M.>"
     try:
-        info = await link.js.stream_info(stream)
+        info = await link.js.stream_info(stream, subjects_filter=meta_subjects)
     except NotFoundError:
         return []
-    if not info.state.messages:
-        return []
+    if not info.state.messages or not info.state.subjects:
+        return []  # no object has metadata yet (an upload's chunks come before its metadata)
+    # Each metadata subject has a last message, so there is one to wait for; each delivery says
+    # how many are still to come. (The consumer's own count right after it was created could
+    # read 0 on a busy cluster: the plan then listed no object at all.)
     sub = await link.js.subscribe(
-        f"$O.{bucket}.M.>",
+        meta_subjects,
         ordered_consumer=True,
         config=ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT),
     )
     out: list[StoredObject] = []
     try:
-        consumer = await sub.consumer_info()  # some may be delivered already: those count too
-        delivered = consumer.delivered.consumer_seq if consumer.delivered is not None else None
-        pending = (consumer.num_pending or 0) + (delivered or 0)
-        while pending:
+        while True:
             msg = await sub.next_msg(timeout=_STALL)
             meta = msg.metadata
             stored = StoredObject.parse(msg.data, meta.sequence.stream, meta.timestamp)
             if stored is not None:
                 out.append(stored)
-            pending = meta.num_pending
+            if not meta.num_pending:
+                break
     finally:
         await sub.unsubscribe()
     return out

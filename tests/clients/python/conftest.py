@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,19 @@ import pytest
 from sessiond_client import SessiondClient
 from tests.builders import assistant, tool_result, user
 from tests.harness.calls import msg
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon
+from tests.harness.fixtures import daemon, file_daemon, shared_daemon, stop_cleanly
+
+__all__ = [
+    "client",
+    "daemon",
+    "daemon_env",
+    "file_daemon",
+    "session_with_turns",
+    "shared_daemon",
+    "stop_cleanly",
+    "turn",
+]
 
 
 def now(message: dict[str, Any]) -> dict[str, Any]:
@@ -45,12 +57,6 @@ async def session_with_turns(c: SessiondClient, n: int, *, cwd: str = "/work/pro
     return sid
 
 
-def stop_cleanly(daemon: Daemon) -> None:
-    code = daemon.stop()
-    assert code == 0, daemon.log_text()
-    assert "Traceback" not in daemon.log_text() or "internal error" in daemon.log_text(), daemon.log_text()
-
-
 def daemon_env(tmp: Path) -> dict[str, str]:
     """The environment of a daemon the client starts itself: no user config, isolated agent dirs."""
     env = {k: v for k, v in os.environ.items() if k not in ("SESSIOND_CONFIG", "SESSIOND_HOME")}
@@ -59,15 +65,6 @@ def daemon_env(tmp: Path) -> dict[str, str]:
     env["CLAUDE_CONFIG_DIR"] = str(tmp / "claude")
     env["PI_CODING_AGENT_DIR"] = str(tmp / "pi")
     return env
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    d = start_daemon(tmp_path)
-    try:
-        yield d
-    finally:
-        stop_cleanly(d)
 
 
 @pytest.fixture

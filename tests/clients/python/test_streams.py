@@ -26,8 +26,16 @@ from tests.builders import assistant, user
 from tests.clients.python.conftest import stop_cleanly
 from tests.harness.calls import msg
 from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """One daemon for the file's tests (each test subscribes to sessions of its own; ``shared_daemon``
+    checks that none leaves a connection behind); a test that configures its daemon starts its own."""
+    return shared_daemon
 
 
 async def test_updates_of_one_session_are_typed(client: SessiondClient) -> None:

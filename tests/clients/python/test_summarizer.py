@@ -17,8 +17,17 @@ from sessiond_client.errors import CompactionRunning, RequestCancelled, Summariz
 from sessiond_protocol.notifications import CompactionUpdate, SummarizeParams, SummarizeResult
 from tests.clients.python.conftest import session_with_turns
 from tests.harness.daemon import Daemon
+from tests.harness.fixtures import SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def daemon(shared_daemon: SharedDaemon) -> SharedDaemon:
+    """One daemon for the file's tests (each test compacts sessions of its own, and closes its
+    summarizing client; ``shared_daemon``
+    checks that none leaves a connection behind); a test that configures its daemon starts its own."""
+    return shared_daemon
 
 
 def last_line(path: str) -> dict[str, Any]:

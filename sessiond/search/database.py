@@ -10,21 +10,25 @@ a restart knows what did not change; ``lo``/``hi``, the lowest and highest row i
 texts: a filter on files walks the word index over those spans only; ``tip``, its last entry
 when its entries form one chain from a root, in order: a hit in a file whose leaf is its tip is
 on the current branch without walking the file's parents), ``docs`` (one narrow
-row per searchable text of an entry: its file, time, entry id, role and kind — what every
-match is joined with, so it stays small enough to be cached), ``texts`` (the text itself,
-stored once, read only for the page's snippets, substring checks and deletions), ``nodes``
-(every entry's parent, for "on the current branch"), and two FTS5 indexes over
-``texts.text``, external-content tables :mod:`.index` keeps in step with ``texts`` in bulk
-(one ``INSERT … SELECT`` per batch: row triggers made a build four times slower): ``words``
-(unicode61, accents removed; no prefix indexes: they made it 2.5 times bigger and its build
-twice as slow for prefix queries that take 1-2 ms without them) and ``grams``
-(trigram, ``detail=none``, ``columnsize=0``: substring mode asks it with LIKE, which needs
-neither positions nor lengths, at a fraction of the size).
+row per searchable text of an entry: its file, time, entry id, role and kind (no column type:
+known names are kept as a small integer, :mod:`.index`), and whether the
+text's words are only its ASCII letters and digits (:func:`.blocks.plain`) — what every
+match is joined with, so it stays small enough to be cached),
+``blocks`` (the texts themselves, many to a compressed row: :mod:`.blocks`; read through the
+``texts`` view only for the page's snippets, substring checks and deletions), ``nodes``
+(every entry's parent, for "on the current branch"), ``words``, an FTS5 index over
+``texts.text`` (external content :mod:`.index` keeps in step with the texts in bulk:
+unicode61, accents removed; no prefix indexes: they made it 2.5 times bigger and its build
+twice as slow for prefix queries that take 1-2 ms without them), ``vocab`` (each distinct
+token of the texts with how often they hold it) and ``vgrams`` (a trigram index over the
+tokens, ``detail=none``, ``columnsize=0``: substring mode asks it with LIKE for the tokens
+that can hold the query, then the word index for the texts holding those tokens).
 
-Version 6 (4 and 5 were steps of its making) moved the text out of ``docs`` (version 3
-joined each of a query's 1,000 matches with rows holding their whole text: a page read per
-match, uncached), gave ``grams`` no lengths, and added ``files.lo``/``hi``/``tip``; the size
-each part takes is in docs/search.md. ``docs`` stays indexed by file and entry id: indexed by
+Version 7 replaced the trigram index over every text (version 6's ``grams``: 0.61x the text,
+two thirds of SQLite's build work) by the one over the vocabulary, and the ``texts`` table (a
+row per text: 1.18x the text) by compressed blocks; version 6 had moved the text out of
+``docs``, and added ``files.lo``/``hi``/``tip``; the size each part takes is in
+docs/search.md. ``docs`` stays indexed by file and entry id: indexed by
 file alone (5) it was 0.05x the text smaller, but an entry indexed again (sent twice) had its
 texts found by reading all of its file's, and an append of one took twice the CPU.
 
@@ -41,9 +45,11 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from . import blocks
+
 log = logging.getLogger("sessiond.search")
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 """``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
 APPLICATION_ID: Final = 0x53534458
 """``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
@@ -73,13 +79,24 @@ CREATE TABLE docs(
     fid INTEGER NOT NULL,
     ts INTEGER NOT NULL,
     entry_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL
+    role NOT NULL,
+    kind NOT NULL,
+    plain INTEGER NOT NULL
 );
 CREATE INDEX docs_entry ON docs(fid, entry_id);
-CREATE TABLE texts(
+CREATE TABLE blocks(
     id INTEGER PRIMARY KEY,
-    text TEXT NOT NULL
+    fid INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX blocks_file ON blocks(fid);
+CREATE VIEW texts(id, text) AS
+    SELECT d.id, sd_text(b.id, b.data, d.id) FROM docs d
+    JOIN blocks b ON b.id = (SELECT max(id) FROM blocks WHERE id <= d.id);
+CREATE TABLE vocab(
+    id INTEGER PRIMARY KEY,
+    tok TEXT NOT NULL UNIQUE,
+    n INTEGER NOT NULL
 );
 CREATE TABLE nodes(
     fid INTEGER NOT NULL,
@@ -90,8 +107,8 @@ CREATE TABLE nodes(
 CREATE VIRTUAL TABLE words USING fts5(
     text, content='texts', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE grams USING fts5(
-    text, content='texts', content_rowid='id', tokenize='trigram', detail='none', columnsize=0
+CREATE VIRTUAL TABLE vgrams USING fts5(
+    tok, content='vocab', content_rowid='id', tokenize='trigram', detail='none', columnsize=0
 );
 """
 
@@ -129,6 +146,7 @@ def connect(path: Path, *, readonly: bool = False, reader: bool = False) -> sqli
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA cache_size = -16000")
+    blocks.register(db)
     return db
 
 
@@ -144,7 +162,7 @@ def _check(db: sqlite3.Connection) -> None:
         raise IndexUnusable("it is not a sessiond search index")
     if version != SCHEMA_VERSION:
         raise IndexUnusable(f"it has schema version {version}, this sessiond writes {SCHEMA_VERSION}")
-    if not {"files", "docs", "texts", "nodes", "words", "grams"} <= tables:
+    if not {"files", "docs", "blocks", "vocab", "nodes", "words", "vgrams"} <= tables:
         raise IndexUnusable("tables are missing")
 
 

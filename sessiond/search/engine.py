@@ -664,20 +664,23 @@ class SearchEngine:
         deadline = time.monotonic() + BUILD_SLICE_S
         db.execute("BEGIN")
         try:
-            while self._pending and time.monotonic() < deadline and not self._stopped:
-                file = self._pending.pop()
-                ahead = None if self._ahead is None else self._ahead.take(file.path, lambda: self._stopped)
-                sig = self.source.signature(file.path)  # now, not when it was listed
-                if sig is None:
-                    ix.remove_file(db, file.path)
-                elif ix.stored_signature(db, file.path) == sig:  # an event read it already
-                    pass
-                elif ahead is not None and ahead.sig == sig:  # read ahead, and unchanged since
-                    self._insert_read(db, ahead)
-                else:
-                    self._read(db, file, sig)
-                if self.progress is not None:
-                    self.progress = (self.progress[0] + 1, self.progress[1])
+            with ix.deferred_vocab(db):
+                while self._pending and time.monotonic() < deadline and not self._stopped:
+                    file = self._pending.pop()
+                    ahead = (
+                        None if self._ahead is None else self._ahead.take(file.path, lambda: self._stopped)
+                    )
+                    sig = self.source.signature(file.path)  # now, not when it was listed
+                    if sig is None:
+                        ix.remove_file(db, file.path)
+                    elif ix.stored_signature(db, file.path) == sig:  # an event read it already
+                        pass
+                    elif ahead is not None and ahead.sig == sig:  # read ahead, and unchanged since
+                        self._insert_read(db, ahead)
+                    else:
+                        self._read(db, file, sig)
+                    if self.progress is not None:
+                        self.progress = (self.progress[0] + 1, self.progress[1])
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -703,7 +706,7 @@ class SearchEngine:
         db = self._db
         assert db is not None
         started = time.monotonic()
-        for table in ("words", "grams"):
+        for table in ("words", "vgrams"):
             db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         db.executescript("PRAGMA incremental_vacuum;")  # stepped to the end: every free page
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .extract import Doc, entry_docs, parent_of
-from .query import like_pattern
+from . import blocks
+from .extract import ROLES, Doc, entry_docs, parent_of
+from .query import MIN_SUBSTRING, Piece, substring_pieces
 
 MATCH_CAP: Final = 1000
 """Matches a query ranks at most (``total`` is capped there)."""
@@ -134,16 +137,25 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
     if docs:
         before = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
         first = before + 1
+        texts = [_unmarked(d.text) for d in docs]
         db.executemany(
-            "INSERT INTO docs(id, fid, ts, entry_id, role, kind) VALUES (?, ?, ?, ?, ?, ?)",
-            [(first + i, fid, d.timestamp_ms, d.entry_id, d.role, d.kind) for i, d in enumerate(docs)],
+            "INSERT INTO docs(id, fid, ts, entry_id, role, kind, plain) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (first + i, fid, d.timestamp_ms, d.entry_id, _code(d.role), _code(d.kind), blocks.plain(t))
+                for i, (d, t) in enumerate(zip(docs, texts, strict=True))
+            ],
         )
+        db.executemany("INSERT INTO words(rowid, text) VALUES (?, ?)", enumerate(texts, first))
+        encoded = [blocks.encode(t) for t in texts]
+        # Blocks from here up hold only texts gone since (an entry indexed again leaves its
+        # block until its file goes), and ids start above every text left: without this, a
+        # text given the id after such a block's first would be read from it.
+        db.execute("DELETE FROM blocks WHERE id >= ?", (first,))
         db.executemany(
-            "INSERT INTO texts(id, text) VALUES (?, ?)",
-            [(first + i, _unmarked(d.text)) for i, d in enumerate(docs)],
+            "INSERT INTO blocks(id, fid, data) VALUES (?, ?, ?)",
+            [(start, fid, blocks.pack(part)) for start, part in blocks.split(first, encoded)],
         )
-        for table in ("words", "grams"):
-            db.execute(f"INSERT INTO {table}(rowid, text) SELECT id, text FROM texts WHERE id > ?", (before,))
+        _count_tokens(db, blocks.token_counts(encoded))
         db.execute(
             "UPDATE files SET lo = coalesce(lo, ?), hi = ? WHERE fid = ?", (first, first + len(docs) - 1, fid)
         )
@@ -153,6 +165,82 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
     )
 
 
+_DEFERRED: dict[int, Counter[str]] = {}
+"""Per connection (``id``) inside :func:`deferred_vocab`: token counts not written yet."""
+
+
+@contextmanager
+def deferred_vocab(db: sqlite3.Connection) -> Iterator[None]:
+    """Within a transaction: the vocabulary's counts of the texts inserted meanwhile are summed
+    and written once, when the block ends without an error (before its commit). The files of a
+    build share most of their tokens: one upsert per token per file was a sixth of the build."""
+    pending: Counter[str] = Counter()
+    _DEFERRED[id(db)] = pending
+    try:
+        yield
+    finally:
+        del _DEFERRED[id(db)]
+    _add_tokens(db, pending)
+
+
+def _count_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+    """Add the tokens of inserted texts to the vocabulary (or to what :func:`deferred_vocab`
+    will write)."""
+    pending = _DEFERRED.get(id(db))
+    if pending is not None:
+        pending.update(counts)
+    else:
+        _add_tokens(db, counts)
+
+
+def _add_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+    """Add counts to the vocabulary, new tokens to its trigram index."""
+    if not counts:
+        return
+    before = db.execute("SELECT coalesce(max(id), 0) FROM vocab").fetchone()[0]
+    db.executemany(
+        "INSERT INTO vocab(tok, n) VALUES (?, ?) ON CONFLICT(tok) DO UPDATE SET n = n + excluded.n",
+        counts.items(),
+    )
+    db.execute("INSERT INTO vgrams(rowid, tok) SELECT id, tok FROM vocab WHERE id > ?", (before,))
+
+
+def _uncount_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+    """Take the tokens of deleted texts off the vocabulary: a token no text holds any more
+    goes (a deleted session leaves nothing behind, not even its words)."""
+    if not counts:
+        return
+    pending = _DEFERRED.get(id(db))
+    if pending:  # written first: a count taken off must be there
+        _add_tokens(db, pending)
+        pending.clear()
+    db.executemany("UPDATE vocab SET n = n - ? WHERE tok = ?", [(n, t) for t, n in counts.items()])
+    gone: list[tuple[int, str]] = []
+    toks = list(counts)
+    for i in range(0, len(toks), 500):
+        part = toks[i : i + 500]
+        gone += db.execute(
+            f"SELECT id, tok FROM vocab WHERE tok IN ({','.join('?' * len(part))}) AND n <= 0", part
+        ).fetchall()
+    if gone:
+        db.executemany("INSERT INTO vgrams(vgrams, rowid, tok) VALUES ('delete', ?, ?)", gone)
+        db.executemany("DELETE FROM vocab WHERE id = ?", [(i,) for i, _ in gone])
+
+
+_NAMES: Final = (*ROLES, "text", "thinking", "toolCall", "error", "summary", "title", "label")
+"""Roles and kinds a ``docs`` row keeps as their index here (a byte, where the name took 4-17:
+a sixth of the row); any other name is kept as it is."""
+_CODES: Final = {name: i for i, name in enumerate(_NAMES)}
+
+
+def _code(name: str) -> int | str:
+    return _CODES.get(name, name)
+
+
+def _name(code: int | str) -> str:
+    return _NAMES[code] if type(code) is int else str(code)
+
+
 def _unmarked(text: str) -> str:
     """The text without the snippet markers (they would fake highlights); ``translate`` only
     when one is there: it costs 4% of a build on texts that never hold one."""
@@ -160,17 +248,23 @@ def _unmarked(text: str) -> str:
 
 
 def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> None:
-    """Remove docs, their texts and their FTS5 rows (external content: FTS5 is told the old
-    text). ``where`` is on ``docs``."""
-    ids = f"SELECT id FROM docs WHERE {where}"
-    for table in ("words", "grams"):
-        db.execute(
-            f"INSERT INTO {table}({table}, rowid, text) "
-            f"SELECT 'delete', id, text FROM texts WHERE id IN ({ids})",
-            args,
-        )
-    db.execute(f"DELETE FROM texts WHERE id IN ({ids})", args)
+    """Remove docs, their word-index rows (external content: FTS5 is told the old text) and
+    their tokens' counts. ``where`` is on ``docs``. Their blocks stay until their file goes
+    (:func:`_delete_file_rows`): an entry indexed again leaves its old text in its block."""
+    old = db.execute(
+        f"SELECT id, text FROM texts WHERE id IN (SELECT id FROM docs WHERE {where})", args
+    ).fetchall()
+    if old:
+        db.executemany("INSERT INTO words(words, rowid, text) VALUES ('delete', ?, ?)", old)
+        _uncount_tokens(db, blocks.token_counts(blocks.encode(t) for _, t in old))
     db.execute(f"DELETE FROM docs WHERE {where}", args)
+
+
+def _delete_file_rows(db: sqlite3.Connection, fid: int) -> None:
+    """Everything the index holds of a file's texts and entries (its ``files`` row stays)."""
+    _delete_docs(db, "fid = ?", (fid,))
+    db.execute("DELETE FROM blocks WHERE fid = ?", (fid,))
+    db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
 
 
 _FILE_COLUMNS: Final = (
@@ -219,8 +313,7 @@ def replace_docs(
     title = meta.title or first_user_text(docs)
     fid = _fid(db, meta.path)
     if fid is not None:
-        _delete_docs(db, "fid = ?", (fid,))
-        db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+        _delete_file_rows(db, fid)
     db.execute(
         _UPSERT_FILE,
         (
@@ -305,8 +398,7 @@ def remove_file(db: sqlite3.Connection, path: str) -> None:
     fid = _fid(db, path)
     if fid is None:
         return
-    _delete_docs(db, "fid = ?", (fid,))
-    db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
+    _delete_file_rows(db, fid)
     db.execute("DELETE FROM files WHERE fid = ?", (fid,))
 
 
@@ -345,7 +437,7 @@ def _doc_filter_sql(f: Filters) -> tuple[str, list[Any]]:
     args: list[Any] = []
     if f.role is not None:
         sql.append("d.role = ?")
-        args.append(f.role)
+        args.append(_code(f.role))
     if f.since_ms is not None:
         sql.append("d.ts >= ?")
         args.append(f.since_ms)
@@ -523,22 +615,7 @@ def _search(
         rows.sort(key=lambda r: (r[3], -r[1], -r[0]))
     else:
         assert needle is not None
-        pattern = like_pattern(needle)
-        if pattern is not None:
-            files = " JOIN files f ON f.fid = d.fid" if file_where else ""
-            sql = (
-                f"SELECT {_HIT_COLUMNS} FROM grams JOIN docs d ON d.id = grams.rowid{files} "
-                f"WHERE grams.text LIKE ? AND instr(lower(grams.text), lower(?)) > 0{where} "
-                "ORDER BY grams.rowid DESC LIMIT ?"
-            )
-            rows = _matches(db, sql, [pattern, needle, *args, MATCH_CAP], budget)
-        else:  # no piece the trigram index can take safely: a scan, within the time budget
-            sql = (
-                f"SELECT {_HIT_COLUMNS} FROM texts t JOIN docs d ON d.id = t.id "
-                f"JOIN files f ON f.fid = d.fid WHERE instr(lower(t.text), lower(?)) > 0{where} "
-                "ORDER BY t.id DESC LIMIT ?"
-            )
-            rows = _matches(db, sql, [needle, *args, MATCH_CAP], budget)
+        rows = _substring_matches(db, needle, filters, budget)
         rows.sort(key=lambda r: (-r[1], -r[0]))
     page = Page(total=len(rows), cut=budget.expired)
     chosen = rows[offset : offset + limit]
@@ -594,14 +671,94 @@ def _search(
                 cwd,
                 path,
                 int(ts),
-                role,
-                kind,
+                _name(role),
+                _name(kind),
                 title,
                 snippets.get(doc_id, ""),
                 branches[fid] is _WHOLE_FILE or entry_id in branches[fid],
             )
         )
     return page
+
+
+_PLAIN: Final = re.compile(r"[0-9A-Za-z]+")
+MAX_TOKENS: Final = 256
+"""Vocabulary tokens a substring query asks the word index for at most (one OR of them); a
+piece held by more (``ing``) is common, and so are the texts holding it: they are walked
+newest first instead, each checked, until :data:`MATCH_CAP` are found."""
+
+
+def _substring_matches(db: sqlite3.Connection, needle: str, filters: Filters, budget: _Budget) -> list[Any]:
+    """The texts holding ``needle`` (ASCII case ignored), newest first, at most
+    :data:`MATCH_CAP`: candidates from the word index for the vocabulary tokens that can hold
+    the query's rarest piece, each checked against its text; or, when no piece narrows the
+    search enough, every text (newest first, within the query's seconds)."""
+    where, args = _filter_sql(filters)
+    files = " JOIN files f ON f.fid = d.fid" if _file_filter_sql(filters)[0] else ""
+    best: list[str] | None = None
+    fewest = 0
+    words: list[str] = []
+    for piece in substring_pieces(needle):
+        if len(piece.gram) < MIN_SUBSTRING:
+            if piece.starts and piece.ends and _PLAIN.fullmatch(piece.text):
+                words.append(f'"{piece.text}"')  # a short word the query holds whole (a.b.c)
+            continue
+        found = _tokens(db, piece)
+        if found is None:
+            continue
+        toks, held = found
+        if not toks:
+            return []  # no token holds this piece: no text holds the query
+        if best is None or held < fewest:
+            best, fewest = toks, held
+    if best is not None:
+        words.append("(" + " OR ".join(f'"{t}"' for t in best) + ")")  # tokens hold no ASCII punctuation
+    if words:
+        match = " AND ".join(words)
+        # A plain text (blocks.plain: its words are runs of its ASCII letters and digits, as
+        # written) that the word index finds for a token holding a query of ASCII letters and
+        # digits only holds the query: the query lies inside one of the token's words, and the
+        # text holds that word. Only the others are read and checked (a block to decompress
+        # each: 70% of a query whose candidates were all checked).
+        plain = _PLAIN.fullmatch(needle) is not None
+        sql = (
+            f"SELECT {_HIT_COLUMNS} FROM words JOIN docs d ON d.id = words.rowid{files} "
+            "WHERE words MATCH ? AND CASE WHEN d.plain AND ? THEN 1 "
+            f"ELSE instr(lower((SELECT text FROM texts WHERE id = d.id)), lower(?)) > 0 END{where} "
+            "ORDER BY words.rowid DESC LIMIT ?"
+        )
+        return _matches(db, sql, [match, plain, needle, *args, MATCH_CAP], budget)
+    sql = (
+        f"SELECT {_HIT_COLUMNS} FROM docs d{files} JOIN texts t ON t.id = d.id "
+        f"WHERE instr(lower(t.text), lower(?)) > 0{where} ORDER BY d.id DESC LIMIT ?"
+    )
+    return _matches(db, sql, [needle, *args, MATCH_CAP], budget)
+
+
+def _tokens(db: sqlite3.Connection, piece: Piece) -> tuple[list[str], int] | None:
+    """The vocabulary tokens that can hold ``piece`` where the query holds it, and how many
+    texts hold them (a bound on the candidates); ``None`` when more than :data:`MAX_TOKENS`."""
+    if piece.starts and piece.ends:  # a whole token
+        row = db.execute("SELECT n FROM vocab WHERE tok = ?", (piece.text,)).fetchone()
+        return ([], 0) if row is None else ([piece.text], int(row[0]))
+    toks: list[str] = []
+    held = 0
+    cur = db.execute(
+        "SELECT v.tok, v.n FROM vgrams JOIN vocab v ON v.id = vgrams.rowid WHERE vgrams.tok LIKE ?",
+        (f"%{piece.gram}%",),
+    )
+    for tok, n in cur:
+        if piece.text not in tok:
+            continue
+        if piece.starts and not tok.startswith(piece.text):
+            continue
+        if piece.ends and not tok.endswith(piece.text):
+            continue
+        if len(toks) >= MAX_TOKENS:
+            return None
+        toks.append(tok)
+        held += n
+    return toks, held
 
 
 _WHOLE_FILE: Final[set[str]] = set()

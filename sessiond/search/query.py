@@ -118,23 +118,50 @@ def substring_needle(query: str) -> str:
     return needle
 
 
-def like_pattern(needle: str) -> str | None:
-    """A LIKE pattern the trigram index answers with a superset of the texts holding
-    ``needle`` (the exact test follows in SQL), or ``None``: no usable piece, scan instead.
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A run of a substring query between ASCII characters other than letters and digits:
+    any text holding the query holds a vocabulary token (see :mod:`.blocks`) holding ``text``,
+    starting with it when the query has a separator before it (``starts``), ending with it
+    when one follows (``ends``)."""
 
-    The pattern is the longest run of ``needle`` made of ASCII characters other than LIKE's
-    wildcards ``_`` and ``%``, if it has at least 3 characters. Escaping the wildcards would
-    make FTS5 scan every row; and SQLite 3.40's trigram LIKE crashes the process on some
-    patterns mixing multi-byte characters and wildcards (``'é_O]RbaN_``, found by
-    tests/search/test_query.py's fuzzing) — a pattern of plain ASCII never reaches that code.
-    """
-    runs = _PLAIN_ASCII.findall(needle)
-    best = max(runs, key=len, default="")
-    return f"%{best}%" if len(best) >= MIN_SUBSTRING else None
+    text: str
+    """ASCII letters lowered, as the vocabulary keeps tokens."""
+    starts: bool
+    ends: bool
+    gram: str
+    """Its longest run of ASCII letters and digits: what the vocabulary's trigram index is asked
+    for when 3 or more (plain ASCII: SQLite 3.40's trigram LIKE crashed the process on some
+    patterns mixing multi-byte characters and wildcards, found by tests/search/test_query.py's
+    fuzzing)."""
 
 
-_PLAIN_ASCII: Final = re.compile(r"[\x20-\x24\x26-\x5e\x60-\x7e]+")
-"""Printable ASCII without ``%`` (0x25) and ``_`` (0x5f)."""
+def substring_pieces(needle: str) -> list[Piece]:
+    """The pieces of ``needle``; the vocabulary is asked for those with 3 ASCII letters or
+    digits in a row (:attr:`Piece.gram`)."""
+    pieces: list[Piece] = []
+    for m in _RUN.finditer(needle):
+        gram = max(_GRAM.findall(m.group()), key=len, default="")
+        if gram:
+            pieces.append(
+                Piece(
+                    ascii_lower(m.group()),
+                    starts=m.start() > 0,
+                    ends=m.end() < len(needle),
+                    gram=ascii_lower(gram),
+                )
+            )
+    return pieces
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with ASCII letters lowered, nothing else (as SQLite's ``lower``)."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_RUN: Final = re.compile(r"[0-9A-Za-z\x80-\U0010ffff]+")
+_GRAM: Final = re.compile(r"[0-9A-Za-z]+")
 
 
 def check_length(query: str) -> None:

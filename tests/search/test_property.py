@@ -125,7 +125,8 @@ class World:
             parent = self.files[n][-1]["id"] if self.files.get(n) else None
         for word in words:
             self.counter += 1
-            entry = _entry(f"e{self.counter}", parent, f"{word} x{self.counter}")
+            other = WORDS[self.counter % len(WORDS)]  # pieces of code: words joined by _ and .
+            entry = _entry(f"e{self.counter}", parent, f"{word} x{self.counter} {word}_{other}.py")
             parent = entry["id"]
             out.append(entry)
         return out
@@ -188,7 +189,7 @@ def _check(engine: SearchEngine, world: World) -> None:
     branch = world.on_branch()
     for word in WORDS:
         assert _found(engine, word, False, branch) == world.expected_words(word), word
-    for piece in ("lph", "ega", "pée"):
+    for piece in ("lph", "ega", "pée", "lta_gamma", "_OMEGA.", "a_Omeg", "pha_d", "eta.p", "ée_b"):
         assert _found(engine, piece, True, branch) == world.expected_substring(piece), piece
 
 

@@ -147,7 +147,10 @@ export class SessionsProvider implements vscode.TreeDataProvider<Item> {
         case "label_update":
         case "external_change":
         case "resync_required":
-          if (this.trees.has(sessionId)) void this.reloadTree(sessionId);
+          // fire and forget, so its failure is handled here: the connection may close while the
+          // request is out (the extension stopping, the daemon going away), and the tree is asked
+          // again on the next change or reconnection; an unhandled rejection would be an error
+          if (this.trees.has(sessionId)) this.reloadTree(sessionId).catch(() => undefined);
           break;
         default:
           break;

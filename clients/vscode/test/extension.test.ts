@@ -11,9 +11,9 @@ import type { Item } from "../src/sessions.js";
 import { reverseApply } from "../src/patch.js";
 import { AGENTS, agentOf, shellQuote, shortTitle } from "../src/agents.js";
 import { hitItem, plainSnippet, type SearchHit } from "../src/search.js";
-import { folderOf, groupByFolder } from "../src/sessions.js";
+import { folderOf, groupByFolder, SessionsProvider } from "../src/sessions.js";
 import { bridgedHtml, fragment } from "../src/viewer.js";
-import type { SessionSummary } from "@sessiond/client";
+import type { SessiondClient, SessionSummary } from "@sessiond/client";
 import { createVscode } from "./vscode-mock.js";
 
 interface Config {
@@ -569,6 +569,42 @@ describe("folder groups", () => {
       ],
     );
     assert.deepEqual(folderOf("/w/application", ["/w/app"]), { path: "/w/application", workspace: false }, "a prefix is not a parent");
+  });
+});
+
+describe("the sessions view's updates", () => {
+  it("a tree asked again after an update, when the connection closes meanwhile, rejects nothing unhandled", async () => {
+    // a stand-in client (this is the provider alone): the update comes, then the connection
+    // closes before the tree request is answered, as when the extension stops mid-update
+    const { vscode } = createVscode({ settings: { command: ["sessiond"], store: "", socket: "", maxSessions: 10 } });
+    let onUpdate: ((n: { sessionId: string; update: Record<string, unknown> }) => void) | undefined;
+    let closed = false;
+    const client = {
+      onSessionUpdate: (h: typeof onUpdate) => ((onUpdate = h), { dispose: () => undefined }),
+      onReconnect: () => ({ dispose: () => undefined }),
+      session: { subscribe: async () => ({}) },
+      tree: {
+        get: async () => {
+          if (closed) throw new Error("Pending response rejected since connection got disposed");
+          return { nodes: [], leafId: null };
+        },
+      },
+      fileHistory: { list: async () => ({ checkpoints: [] }) },
+    } as unknown as SessiondClient;
+    const provider = new SessionsProvider(vscode, () => client, 10);
+    provider.attach(client);
+    await provider.reloadTree("s1");
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      closed = true;
+      onUpdate!({ sessionId: "s1", update: { sessionUpdate: "entries_appended" } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+    assert.deepEqual(unhandled, []);
   });
 });
 

@@ -45,12 +45,29 @@ pytestmark = [
 ]
 
 
+TAP_COUNTS = (
+    "# Subtest",
+    "# tests ",
+    "# suites ",
+    "# pass ",
+    "# fail ",
+    "# cancelled ",
+    "# skipped ",
+    "# todo ",
+    "# duration_ms ",
+)
+
+
 def failures(tap: str) -> str:
-    """The failed subtests of node's TAP output, each with its YAML block (the rest is noise)."""
+    """The failed subtests of node's TAP output, each with its YAML block, and the runner's own
+    comments (``# Error: … generated asynchronous activity after the test ended``: a file can
+    fail with every subtest passed); the rest is noise."""
     out: list[str] = []
     lines = tap.splitlines()
     for i, line in enumerate(lines):
-        if line.lstrip().startswith("not ok") and "subtestsFailed" not in "".join(lines[i : i + 8]):
+        if line.startswith("# ") and not line.startswith(TAP_COUNTS):
+            out.append(line)
+        elif line.lstrip().startswith("not ok") and "subtestsFailed" not in "".join(lines[i : i + 8]):
             out.extend(lines[i : i + 30])
     return "\n".join(out)[-8000:] or tap[-6000:]
 

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-BLOCK_BYTES: Final = 16384
+BLOCK_BYTES: Final = 32768
 """Bytes of text a block holds at most (unless one text is larger)."""
 LEVEL: Final = 6
 _RAW, _ZLIB = b"r", b"z"

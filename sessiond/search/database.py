@@ -49,7 +49,7 @@ from . import blocks
 
 log = logging.getLogger("sessiond.search")
 
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 """``PRAGMA user_version`` of the index this code writes; any other value is rebuilt."""
 APPLICATION_ID: Final = 0x53534458
 """``PRAGMA application_id`` ("SSDX"): tells our index from any other SQLite file."""
@@ -78,12 +78,11 @@ CREATE TABLE docs(
     id INTEGER PRIMARY KEY,
     fid INTEGER NOT NULL,
     ts INTEGER NOT NULL,
-    entry_id TEXT NOT NULL,
+    ent INTEGER NOT NULL,
     role NOT NULL,
     kind NOT NULL,
     plain INTEGER NOT NULL
 );
-CREATE INDEX docs_entry ON docs(fid, entry_id);
 CREATE TABLE blocks(
     id INTEGER PRIMARY KEY,
     fid INTEGER NOT NULL,
@@ -99,11 +98,11 @@ CREATE TABLE vocab(
     n INTEGER NOT NULL
 );
 CREATE TABLE nodes(
+    id INTEGER PRIMARY KEY,
     fid INTEGER NOT NULL,
-    entry_id TEXT NOT NULL,
-    parent_id TEXT,
-    PRIMARY KEY(fid, entry_id)
-) WITHOUT ROWID;
+    data BLOB NOT NULL
+);
+CREATE INDEX nodes_file ON nodes(fid);
 CREATE VIRTUAL TABLE words USING fts5(
     text, content='texts', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );

@@ -215,7 +215,7 @@ class SearchEngine:
         self._db: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._reader_lock = threading.Lock()
-        self._branches: dict[tuple[Any, ...], set[str]] = {}
+        self._branches: dict[tuple[Any, ...], Any] = {}
         self._pending: list[SourceFile] = []
         self._ahead: ReadAhead[SourceFile] | None = None
         """The first build's reads of the next pending files (:mod:`.readahead`)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from . import blocks
+from . import nodes as entry_nodes
 from .extract import ROLES, Doc, entry_docs, parent_of
 from .query import MIN_SUBSTRING, Piece, substring_pieces
 
@@ -133,15 +134,35 @@ def _fid(db: sqlite3.Connection, path: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple[str, str | None]]) -> None:
+def _insert(
+    db: sqlite3.Connection,
+    fid: int,
+    docs: list[Doc],
+    nodes: list[tuple[str, str | None]],
+    known: entry_nodes.FileNodes,
+) -> None:
+    """Add texts and entries to file ``fid`` whose stored entries are ``known`` (updated)."""
+    missing = {d.entry_id for d in docs} - known.index.keys() - {e for e, _ in nodes}
+    if missing:  # a text whose entry the producer left out: listed, with no parent
+        nodes = nodes + [(e, None) for e in sorted(missing)]
+    entry_nodes.write(db, fid, known, nodes)
     if docs:
         before = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
         first = before + 1
         texts = [_unmarked(d.text) for d in docs]
+        place = known.index
         db.executemany(
-            "INSERT INTO docs(id, fid, ts, entry_id, role, kind, plain) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docs(id, fid, ts, ent, role, kind, plain) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (first + i, fid, d.timestamp_ms, d.entry_id, _code(d.role), _code(d.kind), blocks.plain(t))
+                (
+                    first + i,
+                    fid,
+                    d.timestamp_ms,
+                    place[d.entry_id],
+                    _code(d.role),
+                    _code(d.kind),
+                    blocks.plain(t),
+                )
                 for i, (d, t) in enumerate(zip(docs, texts, strict=True))
             ],
         )
@@ -159,10 +180,6 @@ def _insert(db: sqlite3.Connection, fid: int, docs: list[Doc], nodes: list[tuple
         db.execute(
             "UPDATE files SET lo = coalesce(lo, ?), hi = ? WHERE fid = ?", (first, first + len(docs) - 1, fid)
         )
-    db.executemany(
-        "INSERT OR REPLACE INTO nodes(fid, entry_id, parent_id) VALUES (?, ?, ?)",
-        [(fid, e, p) for e, p in nodes],
-    )
 
 
 _DEFERRED: dict[int, Counter[str]] = {}
@@ -261,8 +278,11 @@ def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> N
 
 
 def _delete_file_rows(db: sqlite3.Connection, fid: int) -> None:
-    """Everything the index holds of a file's texts and entries (its ``files`` row stays)."""
-    _delete_docs(db, "fid = ?", (fid,))
+    """Everything the index holds of a file's texts and entries (its ``files`` row stays). Its
+    texts lie within ``files.lo``/``hi`` (no index of ``docs`` by file: 0.05x the text)."""
+    span = db.execute("SELECT lo, hi FROM files WHERE fid = ?", (fid,)).fetchone()
+    if span is not None and span[0] is not None:
+        _delete_docs(db, "id BETWEEN ? AND ? AND fid = ?", (span[0], span[1], fid))
     db.execute("DELETE FROM blocks WHERE fid = ?", (fid,))
     db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
 
@@ -333,7 +353,7 @@ def replace_docs(
     if fid is None:
         fid = _fid(db, meta.path)
         assert fid is not None
-    _insert(db, fid, docs, nodes)
+    _insert(db, fid, docs, nodes, entry_nodes.FileNodes())
     return len(docs)
 
 
@@ -366,19 +386,17 @@ def add_entries(
     """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
     caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
     is marked stale, so the next look at the file reads it again."""
-    row = db.execute("SELECT fid, size, title, tip FROM files WHERE path = ?", (path,)).fetchone()
+    row = db.execute("SELECT fid, size, title, tip, lo, hi FROM files WHERE path = ?", (path,)).fetchone()
     if row is None:
         return False
-    fid, size, title, tip = row
+    fid, size, title, tip, lo, hi = row
     docs, nodes = _docs_of(entries)
-    ids = [entry_id for entry_id, _ in nodes]
-    marks = ",".join("?" * len(ids))
-    present = db.execute(
-        f"SELECT DISTINCT entry_id FROM docs WHERE fid = ? AND entry_id IN ({marks})", (fid, *ids)
-    ).fetchall()
-    for (entry_id,) in present:  # seen already (a read of the file that included it)
-        _delete_docs(db, "fid = ? AND entry_id = ?", (fid, entry_id))
-    _insert(db, fid, docs, nodes)
+    known = entry_nodes.load(db, fid)
+    present = [known.index[e] for e, _ in nodes if e in known.index]
+    if present and lo is not None:  # seen already (a read of the file that included it)
+        marks = ",".join("?" * len(present))
+        _delete_docs(db, f"id BETWEEN ? AND ? AND fid = ? AND ent IN ({marks})", (lo, hi, fid, *present))
+    _insert(db, fid, docs, nodes, known)
     if nodes:  # still one chain only if these go on from its tip
         tip = None if present or tip is None else chain_tip(nodes, tip)
     if name:
@@ -563,7 +581,7 @@ def search(
     offset: int,
     limit: int,
     budget_s: float = QUERY_BUDGET_S,
-    branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
+    branch_cache: dict[tuple[Any, ...], Any] | None = None,
 ) -> Page:
     """One page of hits: ``match`` (an FTS5 expression, words mode) or ``needle`` (substring).
 
@@ -596,7 +614,7 @@ def _search(
     offset: int,
     limit: int,
     budget_s: float = QUERY_BUDGET_S,
-    branch_cache: dict[tuple[Any, ...], set[str]] | None = None,
+    branch_cache: dict[tuple[Any, ...], Any] | None = None,
 ) -> Page:
     where, args = _filter_sql(filters)
     file_where = _file_filter_sql(filters)[0]
@@ -640,28 +658,29 @@ def _search(
     details = {
         int(r[0]): r[1:]
         for r in db.execute(
-            "SELECT d.id, d.entry_id, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, "
-            "f.title, f.leaf, f.size, f.mtime, f.tip FROM docs d JOIN files f ON f.fid = d.fid "
-            f"WHERE d.id IN ({marks})",
+            "SELECT d.id, d.ent, d.role, d.kind, f.session_id, f.agent, f.root, f.cwd, f.path, "
+            "f.title, f.leaf, f.ino, f.size, f.mtime, f.tail, f.tip "
+            f"FROM docs d JOIN files f ON f.fid = d.fid WHERE d.id IN ({marks})",
             ids,
         )
     }
     branches: dict[int, set[str]] = {}
+    entries: dict[int, _FileCache] = {}
     for doc_id, ts, fid, *_ in chosen:
         info = details.get(int(doc_id))
         if info is None:
             continue
-        entry_id, role, kind, session_id, agent, root, cwd, path, title, leaf, size, mtime, tip = info
+        (ent, role, kind, session_id, agent, root, cwd, path, title, leaf, ino, size, mtime, tail, tip) = info
+        known = entries.get(fid)
+        if known is None:
+            known = entries[fid] = _file_nodes(db, (fid, ino, size, mtime, tail), branch_cache)
+        entry_id = known.nodes.ids[ent]
         if leaf is not None and leaf == tip:  # one chain, its leaf at the end: all of it
             branches.setdefault(fid, _WHOLE_FILE)
         elif fid not in branches:
-            key = (fid, leaf, size, mtime)  # the file's rows change only with its signature
-            cached = None if branch_cache is None or size < 0 else branch_cache.get(key)
-            branches[fid] = cached if cached is not None else branch_ids(db, fid, leaf)
-            if branch_cache is not None and cached is None and size >= 0:
-                if len(branch_cache) >= BRANCH_CACHE:
-                    branch_cache.pop(next(iter(branch_cache)))
-                branch_cache[key] = branches[fid]
+            if known.leaf != leaf or known.branch is None:
+                known.leaf, known.branch = leaf, known.nodes.branch(leaf)
+            branches[fid] = known.branch
         page.hits.append(
             Hit(
                 session_id,
@@ -765,19 +784,32 @@ _WHOLE_FILE: Final[set[str]] = set()
 """Stands for every entry of a file that is one chain ending at its leaf (:func:`chain_tip`)."""
 
 
-def branch_ids(db: sqlite3.Connection, fid: int, leaf: str | None) -> set[str]:
-    """The entry ids from ``leaf`` up to the root (a parent cycle ends the walk); one read of
-    the file's parent links, walked here (SQLite's recursive CTE took 13 ms on a 1,000-entry
-    branch, this under 1 ms)."""
-    if leaf is None:
-        return set()
-    parents = dict(db.execute("SELECT entry_id, parent_id FROM nodes WHERE fid = ?", (fid,)).fetchall())
-    seen: set[str] = set()
-    current: str | None = leaf
-    while current is not None and current not in seen:
-        seen.add(current)
-        current = parents.get(current)
-    return seen
+@dataclass(slots=True)
+class _FileCache:
+    """A file's entries as a query connection keeps them (see :func:`_file_nodes`), with the
+    branch of the last leaf asked."""
+
+    nodes: entry_nodes.FileNodes
+    leaf: str | None = None
+    branch: set[str] | None = None
+
+
+def _file_nodes(
+    db: sqlite3.Connection, key: tuple[int, int, int, int, int], cache: dict[tuple[Any, ...], Any] | None
+) -> _FileCache:
+    """A file's entries, from ``cache`` while the file's signature is the same (``key``: its
+    fid, inode, size, mtime and tail; its rows change only with it, and a stale signature, size
+    -1, is never cached)."""
+    size = key[2]
+    found = None if cache is None or size < 0 else cache.get(key)
+    if isinstance(found, _FileCache):
+        return found
+    made = _FileCache(entry_nodes.load(db, key[0]))
+    if cache is not None and size >= 0:
+        if len(cache) >= BRANCH_CACHE:
+            cache.pop(next(iter(cache)))
+        cache[key] = made
+    return made
 
 
 def substring_snippet(text: str, needle: str, width: int = SNIPPET_CHARS) -> str:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sessiond.search import index as ix
 from sessiond.search.database import open_index
 from sessiond.search.index import FileMeta, Filters, Signature
+from sessiond.search.nodes import load as load_nodes
 from sessiond.search.query import ascii_lower
 
 ALPHABET = [*"abceABCE019_-. /:éÉßİ日😀→²ǅ\u0301\ue000", "abc", "Bca", "xyz", "ABCx"]
@@ -111,9 +112,11 @@ def test_entries_indexed_again_read_their_new_texts(tmp_path: Path) -> None:
         again = [_message(e, f"new {e} words") for e in ("e2", "e3", "e4")]
         ix.add_entries(db, "/a.jsonl", again, None, None, None)
         db.execute("COMMIT")
-        texts = dict(
-            db.execute("SELECT d.entry_id, t.text FROM docs d JOIN texts t ON t.id = d.id").fetchall()
-        )
+        ids = load_nodes(db, 1).ids  # the file's entries, in order: docs.ent is a place in it
+        texts = {
+            ids[ent]: text
+            for ent, text in db.execute("SELECT d.ent, t.text FROM docs d JOIN texts t ON t.id = d.id")
+        }
         assert texts == {
             "e0": "first text",
             "e1": "old e1 text",

@@ -391,7 +391,7 @@ def add_entries(
         return False
     fid, size, title, tip, lo, hi = row
     docs, nodes = _docs_of(entries)
-    known = entry_nodes.load(db, fid)
+    known = entry_nodes.for_append(db, fid)
     present = [known.index[e] for e, _ in nodes if e in known.index]
     if present and lo is not None:  # seen already (a read of the file that included it)
         marks = ",".join("?" * len(present))

@@ -10,13 +10,15 @@ a restart knows what did not change; ``lo``/``hi``, the lowest and highest row i
 texts: a filter on files walks the word index over those spans only; ``tip``, its last entry
 when its entries form one chain from a root, in order: a hit in a file whose leaf is its tip is
 on the current branch without walking the file's parents), ``docs`` (one narrow
-row per searchable text of an entry: its file, time, entry id, role and kind (no column type:
+row per searchable text of an entry: its file, time, its entry's place in the file's list of
+entries (``ent``: the entry id is kept once, in ``nodes``), role and kind (no column type:
 known names are kept as a small integer, :mod:`.index`), and whether the
 text's words are only its ASCII letters and digits (:func:`.blocks.plain`) — what every
 match is joined with, so it stays small enough to be cached),
 ``blocks`` (the texts themselves, many to a compressed row: :mod:`.blocks`; read through the
 ``texts`` view only for the page's snippets, substring checks and deletions), ``nodes``
-(every entry's parent, for "on the current branch"), ``words``, an FTS5 index over
+(each file's entries in order with their parents, a few compact rows per file: :mod:`.nodes`;
+read for the files of a page of hits, and by appends), ``words``, an FTS5 index over
 ``texts.text`` (external content :mod:`.index` keeps in step with the texts in bulk:
 unicode61, accents removed; no prefix indexes: they made it 2.5 times bigger and its build
 twice as slow for prefix queries that take 1-2 ms without them), ``vocab`` (each distinct
@@ -28,9 +30,10 @@ Version 7 replaced the trigram index over every text (version 6's ``grams``: 0.6
 two thirds of SQLite's build work) by the one over the vocabulary, and the ``texts`` table (a
 row per text: 1.18x the text) by compressed blocks; version 6 had moved the text out of
 ``docs``, and added ``files.lo``/``hi``/``tip``; the size each part takes is in
-docs/search.md. ``docs`` stays indexed by file and entry id: indexed by
-file alone (5) it was 0.05x the text smaller, but an entry indexed again (sent twice) had its
-texts found by reading all of its file's, and an append of one took twice the CPU.
+docs/search.md. Version 8 keeps entry ids once: version 7 had them in ``docs`` (with an index
+of ``docs`` by file and entry id, 0.10x the text) and in ``nodes``, a row per entry with its
+parent's id (0.14x); a file's texts are now found by its ``lo``/``hi`` span, an entry's (sent
+again) by its place within that span. Its blocks hold 32 KiB of text (16 before).
 
 A file SQLite cannot read, or one written by another schema version, is moved aside and built
 again, with one log line saying why: the index is a cache of the sessions, never a source.

@@ -145,10 +145,9 @@ def _insert(
     missing = {d.entry_id for d in docs} - known.index.keys() - {e for e, _ in nodes}
     if missing:  # a text whose entry the producer left out: listed, with no parent
         nodes = nodes + [(e, None) for e in sorted(missing)]
-    entry_nodes.write(db, fid, known, nodes)
+    first = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0] + 1 if docs else 0
+    entry_nodes.write(db, fid, known, nodes, _text_ids(docs, first))
     if docs:
-        before = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]
-        first = before + 1
         texts = [_unmarked(d.text) for d in docs]
         place = known.index
         db.executemany(
@@ -180,6 +179,21 @@ def _insert(
         db.execute(
             "UPDATE files SET lo = coalesce(lo, ?), hi = ? WHERE fid = ?", (first, first + len(docs) - 1, fid)
         )
+
+
+def _text_ids(docs: list[Doc], first: int) -> dict[str, tuple[int, int]]:
+    """Each entry's texts as row ids (``docs[i]`` gets ``first + i``): the first and how many,
+    -1 when they are not consecutive (a producer that interleaved entries' texts)."""
+    out: dict[str, tuple[int, int]] = {}
+    for i, d in enumerate(docs):
+        found = out.get(d.entry_id)
+        if found is None:
+            out[d.entry_id] = (first + i, 1)
+        elif found[1] > 0 and found[0] + found[1] == first + i:
+            out[d.entry_id] = (found[0], found[1] + 1)
+        else:
+            out[d.entry_id] = (found[0], -1)
+    return out
 
 
 _DEFERRED: dict[int, Counter[str]] = {}
@@ -277,12 +291,20 @@ def _delete_docs(db: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> N
     db.execute(f"DELETE FROM docs WHERE {where}", args)
 
 
+_FILE_DOCS: Final = (
+    "id IN (SELECT d.id FROM blocks b JOIN docs d ON d.id >= b.id AND d.id < "
+    "coalesce((SELECT min(n.id) FROM blocks n WHERE n.id > b.id), 1 << 62) WHERE b.fid = ? AND d.fid = ?)"
+)
+"""``docs`` of a file (its fid twice), found through its blocks: ``docs`` has no index by file
+or entry (version 7's, by file and entry id, was 0.10x the text). A live text lies in the
+block with the greatest id not above its own, written by the same insert, so of its file; the
+rows between a file's blocks and the next blocks are its texts (or ones gone). ``files.lo``/
+``hi`` would bound them too, but a file appended to after others were read spans theirs."""
+
+
 def _delete_file_rows(db: sqlite3.Connection, fid: int) -> None:
-    """Everything the index holds of a file's texts and entries (its ``files`` row stays). Its
-    texts lie within ``files.lo``/``hi`` (no index of ``docs`` by file: 0.05x the text)."""
-    span = db.execute("SELECT lo, hi FROM files WHERE fid = ?", (fid,)).fetchone()
-    if span is not None and span[0] is not None:
-        _delete_docs(db, "id BETWEEN ? AND ? AND fid = ?", (span[0], span[1], fid))
+    """Everything the index holds of a file's texts and entries (its ``files`` row stays)."""
+    _delete_docs(db, _FILE_DOCS, (fid, fid))
     db.execute("DELETE FROM blocks WHERE fid = ?", (fid,))
     db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
 
@@ -386,16 +408,21 @@ def add_entries(
     """Index entries appended to an indexed file; ``False`` when the file is not indexed (the
     caller reads it whole instead). ``sig`` (the file as it is now) or ``None``: the stored one
     is marked stale, so the next look at the file reads it again."""
-    row = db.execute("SELECT fid, size, title, tip, lo, hi FROM files WHERE path = ?", (path,)).fetchone()
+    row = db.execute("SELECT fid, size, title, tip FROM files WHERE path = ?", (path,)).fetchone()
     if row is None:
         return False
-    fid, size, title, tip, lo, hi = row
+    fid, size, title, tip = row
     docs, nodes = _docs_of(entries)
     known = entry_nodes.for_append(db, fid)
-    present = [known.index[e] for e, _ in nodes if e in known.index]
-    if present and lo is not None:  # seen already (a read of the file that included it)
-        marks = ",".join("?" * len(present))
-        _delete_docs(db, f"id BETWEEN ? AND ? AND fid = ? AND ent IN ({marks})", (lo, hi, fid, *present))
+    present = [known.texts[e] for e, _ in nodes if e in known.index]
+    if any(count < 0 for _, count in present):  # seen already, texts not in one run: a scan
+        places = [known.index[e] for e, _ in nodes if e in known.index]
+        marks = ",".join("?" * len(places))
+        _delete_docs(db, f"{_FILE_DOCS} AND ent IN ({marks})", (fid, fid, *places))
+    elif present:  # seen already (a read of the file that included it): its texts' row ids
+        ids = [i for first, count in present for i in range(first, first + count)]
+        if ids:
+            _delete_docs(db, f"id IN ({','.join('?' * len(ids))}) AND fid = ?", (*ids, fid))
     _insert(db, fid, docs, nodes, known)
     if nodes:  # still one chain only if these go on from its tip
         tip = None if present or tip is None else chain_tip(nodes, tip)

@@ -6,10 +6,14 @@ already. Kept as a row per entry (``(fid, entry_id, parent_id)``) that was 0.14x
 text, and ``docs`` repeated the entry id with an index by file and entry id (another 0.10x +
 0.05x). Now a file's entries are a list: ``docs.ent`` is an entry's place in it, and the list
 is stored as a few ``nodes`` rows per file (one per insert: the whole file when it is read, the
-new entries of each append), each a JSON array of ``[id, parent, id, parent, …]`` where a parent
-that is the entry before (most of them: a session is one chain) is ``0``, zlib-compressed when
-that is smaller. A file read again replaces its rows; a file appended to many times has its rows
-joined into one every :data:`MAX_CHUNKS` appends (cost per append: 1/64 of re-packing the file).
+new entries of each append), each a JSON array of ``[id, parent, first, count, …]`` where a
+parent that is the entry before (most of them: a session is one chain) is ``0`` and ``first``,
+``count`` are the row ids of the entry's texts in ``docs`` (``first`` as a difference from the
+entry before's; ``count`` -1: not consecutive, found by a scan of the file's texts), zlib-
+compressed when that is smaller. An entry sent again (an append and a read of the file both
+had it) has its texts replaced by those ids: its file's texts are not indexed by entry. A
+file read again replaces its rows; a file appended to many times has its rows joined into one
+every :data:`MAX_CHUNKS` appends (cost per append: 1/64 of re-packing the file).
 
 Read only for the few files a page of hits is in (cached by the query connection while the file
 does not change), for ``onBranch`` in a file that is not one chain (``files.tip``), and by an
@@ -34,6 +38,7 @@ MAX_CHUNKS: Final = 64
 _RAW, _ZLIB = b"r", b"z"
 _SAME: Final = 0
 """A parent that is the entry before it (in the file's order)."""
+_NONE: Final = (0, 0)
 
 
 @dataclass(slots=True)
@@ -44,16 +49,19 @@ class FileNodes:
     ids: list[str] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)
     parents: dict[str, str | None] = field(default_factory=dict)
+    texts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Each entry's texts: the first one's row id and how many (-1: not consecutive)."""
     last: str | None = None
     """The last id written (what the next row's ``0`` parents refer to)."""
     chunks: int = 0
 
-    def add(self, nodes: list[tuple[str, str | None]]) -> None:
+    def add(self, nodes: list[tuple[str, str | None]], texts: dict[str, tuple[int, int]]) -> None:
         for entry_id, parent in nodes:
             if entry_id not in self.index:
                 self.index[entry_id] = len(self.ids)
                 self.ids.append(entry_id)
             self.parents[entry_id] = parent
+            self.texts[entry_id] = texts.get(entry_id, _NONE)
             self.last = entry_id
 
     def branch(self, leaf: str | None) -> set[str]:
@@ -66,12 +74,19 @@ class FileNodes:
         return seen
 
 
-def pack(nodes: list[tuple[str, str | None]], previous: str | None) -> bytes:
-    """One row's data: ``nodes`` following ``previous`` (the file's last id written, or None)."""
+def pack(
+    nodes: list[tuple[str, str | None]], texts: dict[str, tuple[int, int]], previous: str | None
+) -> bytes:
+    """One row's data: ``nodes`` following ``previous`` (the file's last id written, or None),
+    with their texts' row ids."""
     flat: list[Any] = []
+    at = 0
     for entry_id, parent in nodes:
-        flat.append(entry_id)
-        flat.append(_SAME if parent == previous else parent)
+        first, count = texts.get(entry_id, _NONE)
+        if not count:
+            first = at
+        flat += (entry_id, _SAME if parent == previous else parent, first - at, count)
+        at = first
         previous = entry_id
     raw = orjson.dumps(flat)
     packed = zlib.compress(raw, 6)
@@ -92,38 +107,55 @@ def load(db: sqlite3.Connection, fid: int) -> FileNodes:
         flat = _unpack(data)
         out.chunks += 1
         pairs: list[tuple[str, str | None]] = []
-        for i in range(0, len(flat), 2):
-            entry_id, parent = flat[i], flat[i + 1]
+        texts: dict[str, tuple[int, int]] = {}
+        at = 0
+        for i in range(0, len(flat), 4):
+            entry_id, parent, delta, count = flat[i : i + 4]
             pairs.append((entry_id, previous if parent == _SAME else parent))
+            at += delta
+            texts[entry_id] = (at, count) if count else _NONE
             previous = entry_id
-        out.add(pairs)
+        out.add(pairs, texts)
     return out
 
 
-def write(db: sqlite3.Connection, fid: int, known: FileNodes, new: list[tuple[str, str | None]]) -> None:
-    """Store ``new`` entries of file ``fid`` whose stored entries are ``known`` (updated here):
-    one more row, or, past :data:`MAX_CHUNKS`, all of them again in one."""
+def write(
+    db: sqlite3.Connection,
+    fid: int,
+    known: FileNodes,
+    new: list[tuple[str, str | None]],
+    texts: dict[str, tuple[int, int]],
+) -> None:
+    """Store ``new`` entries of file ``fid`` whose stored entries are ``known`` (updated here),
+    with their texts (:attr:`FileNodes.texts`; an entry not there has none): one more row, or,
+    past :data:`MAX_CHUNKS`, all of them again in one."""
     if not new:
         return
     try:
-        _write(db, fid, known, new)
+        _write(db, fid, known, new, texts)
     except BaseException:
         _KEPT.files.pop(fid, None)  # ``known`` may be half updated
         raise
     _after_write(db, fid, known)
 
 
-def _write(db: sqlite3.Connection, fid: int, known: FileNodes, new: list[tuple[str, str | None]]) -> None:
+def _write(
+    db: sqlite3.Connection,
+    fid: int,
+    known: FileNodes,
+    new: list[tuple[str, str | None]],
+    texts: dict[str, tuple[int, int]],
+) -> None:
     if known.chunks + 1 > MAX_CHUNKS:
         db.execute("DELETE FROM nodes WHERE fid = ?", (fid,))
-        known.add(new)
+        known.add(new, texts)
         rewritten = [(entry_id, known.parents[entry_id]) for entry_id in known.ids]
-        db.execute("INSERT INTO nodes(fid, data) VALUES (?, ?)", (fid, pack(rewritten, None)))
+        db.execute("INSERT INTO nodes(fid, data) VALUES (?, ?)", (fid, pack(rewritten, known.texts, None)))
         known.chunks = 1
         known.last = rewritten[-1][0]
     else:
-        db.execute("INSERT INTO nodes(fid, data) VALUES (?, ?)", (fid, pack(new, known.last)))
-        known.add(new)
+        db.execute("INSERT INTO nodes(fid, data) VALUES (?, ?)", (fid, pack(new, texts, known.last)))
+        known.add(new, texts)
         known.chunks += 1
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from sessiond.search import index as ix
 from sessiond.search import nodes
 from sessiond.search.database import open_index
+from sessiond.search.extract import Doc
 from sessiond.search.index import FileMeta, Filters, Signature
 
 
@@ -32,12 +33,23 @@ def test_entries_keep_their_place_and_last_parent(tmp_path: Path) -> None:
     try:
         known = nodes.FileNodes()
         db.execute("BEGIN")
-        nodes.write(db, 7, known, [("a", None), ("b", "a"), ("c", "b"), ("d", "a")])
-        nodes.write(db, 7, known, [("e", "d"), ("b", "e"), ("f", None)])  # b sent again: a new parent
+        texts = {"a": (10, 2), "c": (12, 1), "d": (13, -1)}
+        nodes.write(db, 7, known, [("a", None), ("b", "a"), ("c", "b"), ("d", "a")], texts)
+        # b sent again: a new parent, texts now
+        nodes.write(db, 7, known, [("e", "d"), ("b", "e"), ("f", None)], {"b": (20, 3), "f": (23, 1)})
         db.execute("COMMIT")
         loaded = nodes.load(db, 7)
         assert loaded.ids == ["a", "b", "c", "d", "e", "f"] == known.ids
         assert loaded.parents == {"a": None, "b": "e", "c": "b", "d": "a", "e": "d", "f": None}
+        assert loaded.texts == known.texts
+        assert loaded.texts == {
+            "a": (10, 2),
+            "b": (20, 3),
+            "c": (12, 1),
+            "d": (13, -1),
+            "e": (0, 0),
+            "f": (23, 1),
+        }
         assert loaded.branch("c") == {"c", "b", "e", "d", "a"}
         assert nodes.load(db, 8).ids == []
     finally:
@@ -51,7 +63,7 @@ def test_rows_are_joined_past_the_limit_and_places_stay(tmp_path: Path) -> None:
         db.execute("BEGIN")
         parent: str | None = None
         for i in range(nodes.MAX_CHUNKS + 5):
-            nodes.write(db, 1, known, [(f"e{i}", parent)])
+            nodes.write(db, 1, known, [(f"e{i}", parent)], {f"e{i}": (100 + 2 * i, 2)})
             parent = f"e{i}"
         db.execute("COMMIT")
         rows = db.execute("SELECT count(*) FROM nodes WHERE fid = 1").fetchone()[0]
@@ -59,6 +71,7 @@ def test_rows_are_joined_past_the_limit_and_places_stay(tmp_path: Path) -> None:
         loaded = nodes.load(db, 1)
         assert loaded.ids == [f"e{i}" for i in range(nodes.MAX_CHUNKS + 5)]
         assert loaded.branch(parent) == set(loaded.ids)
+        assert loaded.texts == {f"e{i}": (100 + 2 * i, 2) for i in range(nodes.MAX_CHUNKS + 5)}
     finally:
         db.close()
 
@@ -69,15 +82,15 @@ def test_a_rolled_back_append_is_not_remembered(tmp_path: Path) -> None:
     db = open_index(tmp_path / "index.sqlite3")
     try:
         db.execute("BEGIN")
-        nodes.write(db, 1, nodes.for_append(db, 1), [("a", None)])
+        nodes.write(db, 1, nodes.for_append(db, 1), [("a", None)], {})
         db.execute("COMMIT")
         db.execute("BEGIN")
-        nodes.write(db, 1, nodes.for_append(db, 1), [("x", "a")])
+        nodes.write(db, 1, nodes.for_append(db, 1), [("x", "a")], {})
         db.execute("ROLLBACK")
         db.execute("BEGIN")
         kept = nodes.for_append(db, 1)
         assert kept.ids == ["a"]
-        nodes.write(db, 1, kept, [("b", "a")])
+        nodes.write(db, 1, kept, [("b", "a")], {})
         db.execute("COMMIT")
         assert nodes.load(db, 1).ids == ["a", "b"]
     finally:
@@ -116,5 +129,30 @@ def test_many_appends_and_a_fork_through_the_index(tmp_path: Path) -> None:
         assert _hits(db, "gamma") == {"m3": False}
         assert _hits(db, "beta3") == {}
         assert _hits(db, "beta4") == {"m4": False}
+    finally:
+        db.close()
+
+
+def test_an_entry_whose_texts_are_not_in_one_run_is_replaced_whole(tmp_path: Path) -> None:
+    """A producer giving an entry's texts apart (another entry's between them): sent again, the
+    entry's texts are found by a scan of its file's, and all of them go."""
+    db = open_index(tmp_path / "index.sqlite3")
+    path = "/s.jsonl"
+    try:
+        docs = [
+            Doc("a", "user", "text", "apple one", 1),
+            Doc("b", "user", "text", "banana", 1),
+            Doc("a", "assistant", "thinking", "apple two", 1),
+        ]
+        db.execute("BEGIN")
+        meta = FileMeta(path, "sessiond", "pi", "s", "/p", "t", None)
+        ix.replace_docs(db, meta, Signature(1, 1, 1, 1), docs, [("a", None), ("b", "a")])
+        db.execute("COMMIT")
+        assert nodes.load(db, 1).texts["a"][1] == -1
+        db.execute("BEGIN")
+        ix.add_entries(db, path, [_message("a", None, "cherry")], "b", None, Signature(1, 2, 1, 1))
+        db.execute("COMMIT")
+        assert _hits(db, "apple") == {}
+        assert set(_hits(db, "cherry")) == {"a"} and set(_hits(db, "banana")) == {"b"}
     finally:
         db.close()

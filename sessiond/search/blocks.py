@@ -3,13 +3,13 @@
 Texts are short (the median 64 bytes, 86% under 256): zlib on each alone keeps 0.57-0.59 of
 it, zlib on a run of a file's consecutive texts keeps a fraction of that (the words of one
 session repeat). So the texts a batch inserts (one file's, or one append's) are cut into
-blocks of about :data:`BLOCK_BYTES` (16 KiB: 0.29 of the text in the file, against 0.42 with
-4 KiB — rows of 1-2 KiB left a third of each page empty; a block decodes in about 70 us, and a
-query decodes few: a page's snippets, and the candidates of a substring query the word index's
-match does not prove) and each block is one row of ``blocks``, keyed by the row
-id of its first text: a text's block is the one with the greatest key not above its id (a
-batch's ids are consecutive and above every id left, and it first drops the blocks from its
-first id up: what they held is gone). ``sd_text(block id, data, text
+blocks of about :data:`BLOCK_BYTES` (32 KiB: 0.28 of the text in the file, 0.29 with 16 KiB
+and 0.42 with 4 KiB — rows of 1-2 KiB left a third of each page empty; a block decodes in about
+165 us, 95 with 16 KiB, and a query decodes few: a page's snippets, and the candidates of a
+substring query the word index's match does not prove) and each block is one row of
+``blocks``, keyed by the row id of its first text: a text's block is the one with the
+greatest key not above its id (a batch's ids are consecutive and above every id left, and it
+first drops the blocks from its first id up: what they held is gone). ``sd_text(block id, data, text
 id)``, a function registered on every connection of the index, gives a text back — the
 ``texts`` view the word index takes its content from (snippets, deletions) — and keeps the
 blocks it opened last, decoded: a query's candidates come newest first, many from one block.

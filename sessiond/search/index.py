@@ -142,11 +142,17 @@ def _insert(
     known: entry_nodes.FileNodes,
 ) -> None:
     """Add texts and entries to file ``fid`` whose stored entries are ``known`` (updated)."""
-    missing = {d.entry_id for d in docs} - known.index.keys() - {e for e, _ in nodes}
-    if missing:  # a text whose entry the producer left out: listed, with no parent
-        nodes = nodes + [(e, None) for e in sorted(missing)]
     first = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0] + 1 if docs else 0
-    entry_nodes.write(db, fid, known, nodes, _text_ids(docs, first))
+    text_ids = _text_ids(docs, first)
+    listed = {e for e, _ in nodes}
+    unlisted = [e for e in text_ids if e not in listed]
+    if unlisted:
+        # texts whose entry the producer left out of ``nodes`` (file_docs never does): listed
+        # (a known one keeps its parent, a new one has none), its texts found by a scan of the
+        # file's when it is sent again (it may have texts from other inserts too)
+        nodes = nodes + [(e, known.parents.get(e)) for e in unlisted]
+        text_ids.update((e, (text_ids[e][0], -1)) for e in unlisted)
+    entry_nodes.write(db, fid, known, nodes, text_ids)
     if docs:
         texts = [_unmarked(d.text) for d in docs]
         place = known.index

@@ -156,3 +156,24 @@ def test_an_entry_whose_texts_are_not_in_one_run_is_replaced_whole(tmp_path: Pat
         assert set(_hits(db, "cherry")) == {"a"} and set(_hits(db, "banana")) == {"b"}
     finally:
         db.close()
+
+
+def test_texts_of_an_entry_left_out_of_the_nodes(tmp_path: Path) -> None:
+    """A producer that gives an entry's texts but not the entry: it is listed all the same (its
+    hits name it), and sent again its old texts go."""
+    db = open_index(tmp_path / "index.sqlite3")
+    path = "/s.jsonl"
+    try:
+        docs = [Doc("a", "user", "text", "apple", 1), Doc("b", "user", "text", "banana", 1)]
+        db.execute("BEGIN")
+        meta = FileMeta(path, "sessiond", "pi", "s", "/p", "t", None)
+        ix.replace_docs(db, meta, Signature(1, 1, 1, 1), docs, [("a", None)])
+        db.execute("COMMIT")
+        assert set(_hits(db, "banana")) == {"b"}
+        db.execute("BEGIN")
+        ix.add_entries(db, path, [_message("b", "a", "cherry")], "b", None, Signature(1, 2, 1, 1))
+        db.execute("COMMIT")
+        assert _hits(db, "banana") == {}
+        assert _hits(db, "cherry") == {"b": True} and set(_hits(db, "apple")) == {"a"}
+    finally:
+        db.close()

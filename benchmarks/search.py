@@ -33,6 +33,7 @@ import random
 import re
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         text_sql = "SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM texts"
         text_bytes = db.execute(text_sql).fetchone()[0]
         docs = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+        parts = _size_parts(db)
         db.close()
         index_bytes = sum(os.path.getsize(p) for p in index.parent.iterdir())
         log("search: queries")
@@ -400,6 +402,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "textBytes": text_bytes,
         "docs": docs,
         "indexBytes": index_bytes,
+        "indexParts": parts,
         "buildSeconds": build["seconds"],
         "buildCpuSeconds": build["cpuSeconds"],
         "buildRssMb": build["rssMb"],
@@ -408,6 +411,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "incrementalCpuMs": incremental,
         "appendPath": appends,
     }
+
+
+def _size_parts(db: Any) -> dict[str, int]:
+    """Bytes of each table and index of the index file (SQLite's ``dbstat``; ``{}`` when this
+    SQLite has none), largest first: where the size goes."""
+    try:
+        rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    except sqlite3.OperationalError:  # a SQLite built without dbstat: the total is still measured
+        return {}
+    return {str(name): int(size) for name, size in rows}
 
 
 def report(res: dict[str, Any]) -> None:
@@ -425,6 +438,10 @@ def report(res: dict[str, Any]) -> None:
         f"{res['indexBytes'] / res['rawBytes']:.2f}x the raw files, "
         f"{res['indexBytes'] / max(1, res['textBytes']):.2f}x the text"
     )
+    parts = [(n, b) for n, b in res.get("indexParts", {}).items() if b * 100 >= res["indexBytes"]]
+    if parts:
+        text = max(1, res["textBytes"])
+        print("       " + ", ".join(f"{n} {b / text:.3f}x" for n, b in parts) + " (x the text; >= 1% shown)")
     for name, q in res["queries"].items():
         rg = res["ripgrepMs"].get(name)
         vs = f"   rg {rg:8.1f} ms ({rg / q['p50Ms']:.0f}x)" if rg else ""

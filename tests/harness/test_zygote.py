@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.harness import zygote
-from tests.harness.daemon import Daemon, start_daemon
+from tests.harness.daemon import Daemon, daemon_env, start_daemon
 from tests.harness.zygote import ForkedProcess, Zygote, ZygoteGone
 
 pytestmark = pytest.mark.skipif(
@@ -118,3 +119,26 @@ def test_start_daemon_execs_when_the_zygote_died(tmp_path: Path, monkeypatch: py
         assert isinstance(daemon.process, subprocess.Popen)
     finally:
         assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--version"], ["ls", "--no-start", "--json"], ["no-such-command"], ["show", "nope", "--no-start"]],
+)
+def test_a_forked_cli_call_answers_as_the_execd_script(tmp_path: Path, args: list[str]) -> None:
+    """Same exit code, stdout and stderr as ``subprocess.run`` of the script (argv[0], the
+    parser's usage line, the JSON, an error and its exit code)."""
+    script = str(Path(sys.executable).parent / "sessiond")
+    env = daemon_env(tmp_path)
+    forked = zygote.run_script(script, args, env, timeout=60)
+    assert forked is not None, "the CLI call was exec'd, not forked"
+    execd = subprocess.run(
+        [script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert (forked.returncode, forked.stdout, forked.stderr) == (execd.returncode, execd.stdout, execd.stderr)

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import locale
 import os
 import select
+import selectors
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -90,19 +93,25 @@ class Zygote:
         stdout: int,
         stderr: int,
         nofile: tuple[int, int] | None,
+        *,
+        stdin: int | None = None,
+        script: str | None = None,
     ) -> ForkedProcess:
-        request = {
+        """Fork ``python -m sessiond ARGV`` (with ``script``: that ``sessiond`` script ARGV)."""
+        request: dict[str, object] = {
             "op": "spawn",
+            "script": script,
             "argv": list(argv),
             "env": dict(env),
             "cwd": os.getcwd(),
             "umask": _umask(),
             "nofile": list(nofile) if nofile is not None else None,
         }
-        answer = self._ask(request, [_stdin(), stdout, stderr])
+        answer = self._ask(request, [_stdin() if stdin is None else stdin, stdout, stderr])
         if "pid" not in answer:
             raise ZygoteGone(f"the zygote refused to fork: {answer.get('error')}")
-        return ForkedProcess(self, [sys.executable, "-m", "sessiond", *argv], int(str(answer["pid"])))
+        args = [sys.executable, "-m", "sessiond", *argv] if script is None else [script, *argv]
+        return ForkedProcess(self, args, int(str(answer["pid"])))
 
     def reap(self, pid: int, *, block: bool) -> int | None:
         answer = self._ask({"op": "reap", "pid": pid, "block": block}, [])
@@ -235,10 +244,8 @@ enabled = False
 """Set by tests/conftest.py (the benchmarks, which import the harness too, always exec)."""
 
 
-def spawn(
-    argv: Sequence[str], env: Mapping[str, str], stdout: int, stderr: int, nofile: tuple[int, int] | None
-) -> ForkedProcess | None:
-    """The daemon forked from this worker's zygote, or ``None``: exec it instead."""
+def _usable(env: Mapping[str, str]) -> Zygote | None:
+    """This worker's zygote (started at the first call), or ``None``: exec instead."""
     global _zygote  # noqa: PLW0603 (one zygote per worker process)
     if not enabled or os.environ.get(DISABLE_ENV) == "1" or _failures >= MAX_FAILURES:
         return None
@@ -252,10 +259,26 @@ def spawn(
                 _fail(f"the zygote did not start ({exc!r})")
                 return None
         zygote = _zygote
-    if not zygote.fits(env):
+    return zygote if zygote.fits(env) else None
+
+
+def spawn(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    stdout: int,
+    stderr: int,
+    nofile: tuple[int, int] | None,
+    *,
+    stdin: int | None = None,
+    script: str | None = None,
+) -> ForkedProcess | None:
+    """The daemon (or CLI command) forked from this worker's zygote, or ``None``: exec it."""
+    global _zygote  # noqa: PLW0603 (one zygote per worker process)
+    zygote = _usable(env)
+    if zygote is None:
         return None
     try:
-        return zygote.spawn(argv, env, stdout, stderr, nofile)
+        return zygote.spawn(argv, env, stdout, stderr, nofile, stdin=stdin, script=script)
     except ZygoteGone as exc:
         with _start_lock:
             if _zygote is zygote:
@@ -263,6 +286,61 @@ def spawn(
         zygote.close()
         _fail(str(exc))
         return None
+
+
+def run_script(
+    script: str, argv: Sequence[str], env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str] | None:
+    """``subprocess.run([script, *argv], capture_output=True, text=True, stdin=DEVNULL,
+    env=env, timeout=timeout)`` for the ``sessiond`` script, forked from the zygote (a CLI
+    call is ~0.3 s of CPU of imports; the CLI tests make hundreds), or ``None``: exec it."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        process = spawn(argv, env, out_w, err_w, None, stdin=null, script=script)
+    finally:
+        for fd in (out_w, err_w, null):
+            os.close(fd)
+    if process is None:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    try:
+        stdout, stderr = _read_both(out_r, err_r, time.monotonic() + timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise subprocess.TimeoutExpired(process.args, timeout) from None
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+    code = process.wait()
+    return subprocess.CompletedProcess(process.args, code, _text(stdout), _text(stderr))
+
+
+def _read_both(out: int, err: int, deadline: float) -> tuple[bytes, bytes]:
+    """Both pipes to their end (as ``communicate``); TimeoutExpired past the deadline."""
+    chunks: dict[int, list[bytes]] = {out: [], err: []}
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired([], 0)
+            for key, _ in selector.select(left):
+                data = os.read(key.fd, 65536)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    selector.unregister(key.fd)
+    return b"".join(chunks[out]), b"".join(chunks[err])
+
+
+def _text(data: bytes) -> str:
+    """What ``text=True`` makes of a captured stream (the locale's encoding, universal newlines)."""
+    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _fail(why: str) -> None:

@@ -3,9 +3,10 @@
 A daemon spends ~1 s of CPU importing before it answers (``lsprotocol.types`` alone ~0.5 s)
 and the suite starts a couple of hundred. This process imports what ``sessiond serve`` imports
 once, then forks a child per request that becomes the daemon exactly as ``python -m sessiond
-serve ...`` would: the request's argv, environment, working directory, umask, open-file limit
-and standard streams (passed as file descriptors), then ``sessiond.cli.main()`` and a normal
-interpreter exit (atexit handlers, thread shutdown, flushed streams).
+serve ...`` would (or a CLI command, as the ``sessiond`` script would run it): the request's
+argv, environment, working directory, umask, open-file limit and standard streams (passed as
+file descriptors), then ``sessiond.cli.main()`` and a normal interpreter exit (atexit
+handlers, thread shutdown, flushed streams).
 
 It is single-threaded (checked before each fork) and never touches signals, so a child starts
 with the dispositions of a freshly started interpreter. It reaps a child only when asked
@@ -108,7 +109,8 @@ def _reap(pid: int, block: bool) -> int | None:
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> int:
-    """Become ``python -m sessiond <argv>`` with the request's surroundings, and run it."""
+    """Become ``python -m sessiond <argv>`` (or the ``sessiond`` script, ``script``) with the
+    request's surroundings, and run it."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     # only the standard streams stay open, as with Popen's close_fds (the received ones too)
@@ -120,17 +122,26 @@ def _child(request: dict[str, Any], fds: list[int]) -> int:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     os.environ.clear()
     os.environ.update(request["env"])
-    # what ``python -m sessiond`` sets up: argv[0] is the module's file, the working directory
-    # leads the path, and ``__main__`` is ``sessiond.__main__`` (multiprocessing's spawn start
-    # method, used by the usage index, reads its spec to prepare its workers)
-    spec = importlib.util.find_spec("sessiond.__main__")
-    assert spec is not None and spec.origin is not None
+    script = request.get("script")
     main_module = types.ModuleType("__main__")
-    main_module.__file__ = spec.origin
-    main_module.__spec__ = spec
+    if script is None:
+        # what ``python -m sessiond`` sets up: argv[0] is the module's file, the working
+        # directory leads the path, and ``__main__`` is ``sessiond.__main__`` (multiprocessing's
+        # spawn start method, used by the usage index, reads its spec to prepare its workers)
+        spec = importlib.util.find_spec("sessiond.__main__")
+        assert spec is not None and spec.origin is not None
+        main_module.__file__ = spec.origin
+        main_module.__spec__ = spec
+        sys.argv = [spec.origin, *request["argv"]]
+        sys.path.insert(0, os.getcwd())
+    else:
+        # what the ``sessiond`` console script sets up: argv[0] is the script, its directory
+        # leads the path, and ``__main__`` is the script itself
+        main_module.__file__ = script
+        main_module.__spec__ = None
+        sys.argv = [script, *request["argv"]]
+        sys.path.insert(0, os.path.dirname(script))
     sys.modules["__main__"] = main_module
-    sys.argv = [spec.origin, *request["argv"]]
-    sys.path.insert(0, os.getcwd())
     from sessiond.cli import main as sessiond_main  # noqa: PLC0415 (preloaded)
 
     return sessiond_main()

@@ -133,14 +133,14 @@ def _child(request: dict[str, Any], fds: list[int]) -> int:
         main_module.__file__ = spec.origin
         main_module.__spec__ = spec
         sys.argv = [spec.origin, *request["argv"]]
-        sys.path.insert(0, os.getcwd())
+        sys.path[0] = os.getcwd()
     else:
         # what the ``sessiond`` console script sets up: argv[0] is the script, its directory
         # leads the path, and ``__main__`` is the script itself
         main_module.__file__ = script
         main_module.__spec__ = None
         sys.argv = [script, *request["argv"]]
-        sys.path.insert(0, os.path.dirname(script))
+        sys.path[0] = os.path.dirname(script)
     sys.modules["__main__"] = main_module
     from sessiond.cli import main as sessiond_main  # noqa: PLC0415 (preloaded)
 
@@ -148,8 +148,10 @@ def _child(request: dict[str, Any], fds: list[int]) -> int:
 
 
 def main() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))  # not a place to import from (the script's)
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    # the script's directory leads the path; the checkout's root instead, where the tests (run
+    # from it) and ``python -m sessiond`` started from it find sessiond (each child then puts its
+    # own first entry there, as its interpreter would)
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     control = socket.socket(fileno=int(sys.argv[1]))
     preload()
     gc.collect()

@@ -38,6 +38,8 @@ from pathlib import Path
 DISABLE_ENV = "SESSIOND_TEST_NO_ZYGOTE"
 READY_TIMEOUT = 120.0
 """Seconds the zygote may take to import (it is ~1.3 s of CPU; the machine may be loaded)."""
+ANSWER_TIMEOUT = 120.0
+"""Seconds the zygote may take to answer (a fork, or reaping a child known to have exited)."""
 IMPORT_TIME_ENV = ("SESSIOND_FAULTS", "LANG", "LANGUAGE")
 """Variables read while the interpreter or a sessiond module starts (with every ``PYTHON*`` and
 ``LC_*``): a daemon whose value differs from the zygote's is exec'd, so it sees its own."""
@@ -77,7 +79,7 @@ class Zygote:
         except BaseException:
             self.close()
             raise
-        ours.settimeout(None)
+        ours.settimeout(ANSWER_TIMEOUT)
         if "ready" not in ready:
             self.close()
             raise ZygoteGone(f"the zygote did not start: {ready}")
@@ -137,7 +139,9 @@ class Zygote:
             try:
                 socket.send_fds(self._socket, [json.dumps(request).encode()], fds)
                 return self._receive()
-            except OSError as exc:
+            except OSError as exc:  # gone, or hung (an answer is a fork or a waitpid away)
+                if self.process.poll() is None:
+                    self.process.kill()  # a late answer would be taken for the next one's
                 raise ZygoteGone(f"the zygote (pid {self.process.pid}) is gone: {exc!r}") from exc
 
     def _receive(self) -> dict[str, object]:
@@ -187,9 +191,12 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
     def _exited(self, timeout: float | None) -> bool:
+        """Whether the child exited (its pidfd is readable), waiting up to ``timeout`` seconds
+        (poll, not select: a worker's descriptors may be numbered past select's 1024)."""
         assert self._pidfd is not None
-        readable, _, _ = select.select([self._pidfd], [], [], timeout)
-        return bool(readable)
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
 
     def _collect(self) -> None:
         with self._lock:  # two threads may see the exit; one reaps

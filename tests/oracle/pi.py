@@ -67,8 +67,9 @@ class NodeServer:
             try:
                 process.stdin.write(json.dumps(request) + "\n")
                 process.stdin.flush()
-                ready, _, _ = select.select([process.stdout], [], [], timeout)
-                line = process.stdout.readline() if ready else ""
+                poller = select.poll()  # not select: the worker's descriptors may pass 1024
+                poller.register(process.stdout, select.POLLIN)
+                line = process.stdout.readline() if poller.poll(timeout * 1000) else ""
             except OSError:
                 line = ""
             if not line:

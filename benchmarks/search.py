@@ -206,8 +206,19 @@ def child(argv: list[str]) -> int:
     _wait_built(engine)
     seconds, cpu = time.monotonic() - started, time.process_time() - cpu
     engine.close()
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "cpuSeconds": cpu, "rssMb": rss_kb / 1024}))
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build's reading process
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "cpuSeconds": cpu + children.ru_utime + children.ru_stime,
+                "workerCpuSeconds": children.ru_utime + children.ru_stime,
+                "rssMb": (own.ru_maxrss + children.ru_maxrss) / 1024,
+                "workerRssMb": children.ru_maxrss / 1024,
+            }
+        )
+    )
     return 0
 
 

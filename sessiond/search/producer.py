@@ -1,0 +1,157 @@
+"""The first build's read-ahead in another process: parsing on a second core.
+
+The read-ahead thread (:mod:`.readahead`) overlaps reading with the writer's inserts only as
+far as Python's GIL lets it: ``sqlite3`` lets go of it while a statement runs, but the
+writer's own Python (building rows, compressing, counting tokens) and the reader's parsing
+take turns. A first build reads and parses as much CPU as it inserts, so the reading goes to a
+process of its own (:mod:`.worker`, started with this interpreter), which reads the pending
+files in the writer's order and sends each file's texts down a pipe; the read-ahead thread
+here only takes the frames off the pipe (``marshal``: a copy, no Python per text but
+rebuilding the tuples) and hands them to the writer in order, as it hands its own reads.
+
+Bounded: the worker writes one frame at a time and blocks while the pipe (64 KiB) is full,
+the read-ahead holds :data:`~.readahead.DEPTH` files, so the texts of a few files are in
+flight at most. Failures fall back to the thread: a file the worker could not read, or every
+file after the worker died (its pipe ends), is read by the writer itself, as when the
+read-ahead failed; what the writer inserts is whole files either way, nothing is marked
+indexed that was not. The process exists only while a build reads: it ends after the last
+file, and :meth:`WorkerReadAhead.close` kills it when the build stops early. Imported only
+when a build starts (the daemon's start-up does not pay for it).
+"""
+
+from __future__ import annotations
+
+import logging
+import marshal
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any, Final, Protocol
+
+from .extract import Doc
+from .index import Signature
+from .readahead import ReadAhead, ReadFile
+from .worker import FRAME, MARSHAL_VERSION
+
+log = logging.getLogger("sessiond.search")
+
+KILL_WAIT_S: Final = 5.0
+COMMAND: list[str] = [sys.executable, "-m", "sessiond.search.worker"]
+"""How the reading process is started (this interpreter; tests start a failing one)."""
+_PACKAGE_PARENT: Final = str(Path(__file__).resolve().parent.parent.parent)
+
+
+class WorkerFile(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def agent(self) -> str: ...
+
+
+Finish = Callable[
+    [Any, Signature, str, str, str, str | None, list[Doc], list[tuple[str, str | None]]], ReadFile
+]
+"""Makes a :class:`ReadFile` of a file and what the worker read of it (the engine's exclusion
+by cwd and its file row: ``file, sig, session id, cwd, name, leaf, docs, nodes``)."""
+
+
+class _Worker:
+    """The reading process and its end of the pipes (used by the read-ahead thread only)."""
+
+    def __init__(self, files: Sequence[WorkerFile], finish: Finish, agents: frozenset[str]) -> None:
+        jobs = [(f.path, f.agent if f.agent in agents else "") for f in files]
+        self._jobs = marshal.dumps(jobs, MARSHAL_VERSION)
+        self._finish = finish
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+        )
+        self._broken = False
+        self.stopping = False
+
+    def _send_jobs(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        self.proc.stdin = None
+        try:
+            stdin.write(self._jobs)
+        finally:
+            stdin.close()
+
+    def next_read(self, file: Any) -> ReadFile | None:
+        """The next frame, which must be ``file``'s; raises when the worker is gone (the
+        read-ahead then has the writer read the file itself)."""
+        if self._broken:
+            raise OSError("the reading process ended")
+        try:
+            if self.proc.stdin is not None:
+                self._send_jobs()
+            out = self.proc.stdout
+            assert out is not None
+            payload = marshal.loads(_read_exactly(out, FRAME.unpack(_read_exactly(out, FRAME.size))[0]))
+        except (OSError, EOFError, ValueError, TypeError) as exc:
+            self._broken = True
+            code = self.proc.poll()
+            if self.stopping:
+                raise OSError("the build stopped reading") from None
+            log.warning(
+                "search: the build's reading process stopped (%s, exit code %s): the writer reads the rest",
+                exc,
+                code,
+            )
+            raise OSError("the reading process ended") from None
+        path, signature, found = payload
+        if path != file.path:
+            self._broken = True
+            raise OSError(f"the reading process sent {path!r} for {file.path!r}")
+        if signature is None or found is None:
+            return None
+        sid, cwd, name, leaf, docs, nodes = found
+        return self._finish(
+            file, Signature(*signature), sid, cwd, name, leaf, list(map(Doc._make, docs)), nodes
+        )
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("search: the build's reading process %d did not end", self.proc.pid)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def _read_exactly(stream: IO[bytes], n: int) -> bytes:
+    data = stream.read(n)
+    if len(data) != n:
+        raise EOFError("the reading process's output ended")
+    return data
+
+
+class WorkerReadAhead(ReadAhead[Any]):
+    """:class:`~.readahead.ReadAhead` whose reads come from a :mod:`.worker` process."""
+
+    def __init__(self, files: Sequence[WorkerFile], finish: Finish, agents: frozenset[str]) -> None:
+        """``agents``: those whose files the worker reads (the others' it leaves to the writer)."""
+        self._worker = _Worker(files, finish, agents)
+        super().__init__(list(files), self._worker.next_read)
+
+    def close(self) -> None:
+        super().close()
+        self._worker.stop()
+
+    @property
+    def pid(self) -> int:
+        return self._worker.proc.pid

@@ -1,0 +1,127 @@
+"""The first build's reading process (:mod:`sessiond.search.producer`) hands the writer exactly
+what the read-ahead thread makes of the same files (every Claude Code, Codex and Pi file of
+tests/fixtures), and a build whose reading process fails or dies still indexes every file
+(the writer reads the rest itself) and leaves no process behind. (What the readers make of
+the files is checked against the daemon's own readers in test_readers.)"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiond.search import engine as engine_module
+from sessiond.search import producer
+from sessiond.search.engine import SearchEngine, SourceFile, stat_signature
+from sessiond.search.index import Filters, Signature
+from sessiond.search.producer import WorkerReadAhead
+from sessiond.search.readers import FILE_AGENTS, open_for_index
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+AGENTS = {"claude-code": "claude-code", "codex": "codex", "pi": "pi"}
+FILES = [
+    SourceFile(str(path), agent, agent)
+    for folder, agent in AGENTS.items()
+    for path in sorted((FIXTURES / folder).rglob("*.jsonl"))
+    if path.name != "session_index.jsonl"
+]
+
+
+class FixtureSource:
+    """Every session file of tests/fixtures, read as the daemon's source reads them."""
+
+    worker_agents = FILE_AGENTS
+
+    def files(self) -> Iterator[SourceFile]:
+        yield from FILES
+
+    def classify(self, path: str) -> SourceFile | None:
+        return next((f for f in FILES if f.path == path), None)
+
+    def signature(self, path: str) -> Signature | None:
+        return stat_signature(path)
+
+    def open(self, file: SourceFile, *, follow: bool = False) -> Any:
+        return open_for_index(file.agent, Path(file.path))
+
+
+def test_there_are_files_of_each_agent() -> None:
+    assert {f.agent for f in FILES} == set(AGENTS)
+    assert len(FILES) >= 25
+
+
+def test_the_worker_reads_what_the_thread_reads(tmp_path: Path) -> None:
+    engine = SearchEngine(tmp_path / "index.sqlite3", FixtureSource(), exclude=("/nowhere/*",))
+    ahead = WorkerReadAhead(FILES, engine._read_file, FILE_AGENTS)
+    docs = 0
+    try:
+        for file in FILES:
+            got = ahead.take(file.path, lambda: False)
+            assert got is not None, file.path
+            assert got == engine._read_ahead(file), file.path
+            docs += len(got.docs)
+    finally:
+        ahead.close()
+    assert ahead._worker.proc.poll() is not None  # reaped
+    assert docs > 1000
+
+
+def _build(index: Path, monkeypatch: pytest.MonkeyPatch, worker: bool) -> SearchEngine:
+    monkeypatch.setattr(engine_module, "WORKER_MIN_BYTES", 0 if worker else 1 << 60)
+    engine = SearchEngine(index, FixtureSource())
+    engine.start()
+    engine.flush()
+    deadline = time.monotonic() + 120  # only a bound for "it finished at all"
+    while engine.progress is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    engine.flush()
+    return engine
+
+
+def _hits(engine: SearchEngine, needle: str) -> list[tuple[str, str, str, str]]:
+    page = engine.search(match=None, needle=needle, filters=Filters(), offset=0, limit=200)
+    return sorted((h.session_id, h.entry_id, h.kind, h.snippet) for h in page.hits)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        producer.COMMAND,
+        [sys.executable, "-c", "import sys; sys.exit(3)"],
+        [
+            sys.executable,
+            "-c",
+            "import marshal, os, sys; from sessiond.search import worker; "
+            "jobs = marshal.loads(sys.stdin.buffer.read()); "
+            "worker.serve(jobs[:3], sys.stdout.buffer); os._exit(9)",
+        ],
+    ],
+    ids=["works", "fails-at-once", "dies-after-three-files"],
+)
+def test_a_build_with_a_worker_indexes_what_one_without_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    reference = _build(tmp_path / "thread" / "index.sqlite3", monkeypatch, worker=False)
+    monkeypatch.setattr(producer, "COMMAND", command)
+    started: list[WorkerReadAhead] = []
+    real = producer.WorkerReadAhead.__init__
+
+    def spy(self: WorkerReadAhead, *args: Any) -> None:
+        real(self, *args)
+        started.append(self)
+
+    monkeypatch.setattr(producer.WorkerReadAhead, "__init__", spy)
+    built = _build(tmp_path / "worker" / "index.sqlite3", monkeypatch, worker=True)
+    try:
+        assert started, "the build did not start a reading process"
+        assert started[0]._worker.proc.poll() is not None  # no process left once the build ended
+        for needle in ("the", "def", "error", "README"):
+            assert _hits(built, needle) == _hits(reference, needle), needle
+        assert built.bytes_read == reference.bytes_read
+    finally:
+        built.close()
+        reference.close()

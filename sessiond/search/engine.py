@@ -599,11 +599,13 @@ class SearchEngine:
         try:
             leaf = session.leaf_id if type(session.leaf_id) is str else None
             docs, nodes = ix.file_docs(session.entries())
-            return self._read_file(
-                file, sig, str(session.id), session.cwd or "", session.name or "", leaf, docs, nodes
-            )
+            cwd, name = session.cwd or "", session.name or ""
         finally:
             session.close()
+        made = self._read_file(file, sig, str(session.id), cwd, name, leaf, docs, nodes)
+        if made.meta is not None:
+            made.prepared = ix.prepare(made.docs)
+        return made
 
     def _read_file(
         self,
@@ -615,13 +617,14 @@ class SearchEngine:
         leaf: str | None,
         docs: list[Doc],
         nodes: list[tuple[str, str | None]],
+        prepared: ix.Prepared | None = None,
     ) -> ReadFile:
         """A read-ahead's result (in this process or the worker's): ``meta`` ``None`` when the
         file is excluded by its cwd."""
         if self._excluded(file, cwd):
             return ReadFile(file.path, sig, None, [], [])
         meta = FileMeta(file.path, file.root, file.agent, session_id, cwd, name, leaf)
-        return ReadFile(file.path, sig, meta, docs, nodes)
+        return ReadFile(file.path, sig, meta, docs, nodes, prepared)
 
     def _insert_read(self, db: sqlite3.Connection, read: ReadFile) -> None:
         self._drop_tailer(read.path)
@@ -629,7 +632,7 @@ class SearchEngine:
         if read.meta is None:
             ix.remove_file(db, read.path)
         else:
-            ix.replace_docs(db, read.meta, read.sig, read.docs, read.nodes)
+            ix.replace_docs(db, read.meta, read.sig, read.docs, read.nodes, read.prepared)
 
     def _start_read_ahead(
         self, files: list[SourceFile], changed: list[tuple[SourceFile, int]]
@@ -638,10 +641,10 @@ class SearchEngine:
         reads its files with :mod:`.readers` and there is enough to read, else a thread."""
         agents: frozenset[str] = getattr(self.source, "worker_agents", frozenset())
         if sum(size for file, size in changed if file.agent in agents) >= WORKER_MIN_BYTES:
-            from .producer import WorkerReadAhead  # noqa: PLC0415 - only a build needs it
+            from .producer import WORKERS, WorkerReadAhead  # noqa: PLC0415 - only a build needs it
 
             try:
-                return WorkerReadAhead(files, self._read_file, agents)
+                return WorkerReadAhead(files, self._read_file, agents, WORKERS)
             except OSError as exc:
                 log.warning("search: cannot start the build's reading process (%s)", exc)
         return ReadAhead(files, self._read_ahead)

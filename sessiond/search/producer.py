@@ -31,13 +31,17 @@ from pathlib import Path
 from typing import IO, Any, Final, Protocol
 
 from .extract import Doc
-from .index import Signature
+from .index import Prepared, Signature
 from .readahead import ReadAhead, ReadFile
 from .worker import FRAME, MARSHAL_VERSION
 
 log = logging.getLogger("sessiond.search")
 
 KILL_WAIT_S: Final = 5.0
+WORKERS: Final = max(1, min(2, os.cpu_count() or 1))
+"""Reading processes of a build: two on a machine with two cores or more (the writer, at
+about half the build's CPU, then takes its share of a core and the two workers the rest;
+with more cores the writer is the bound)."""
 COMMAND: list[str] = [sys.executable, "-m", "sessiond.search.worker"]
 """How the reading process is started (this interpreter; tests start a failing one)."""
 _PACKAGE_PARENT: Final = str(Path(__file__).resolve().parent.parent.parent)
@@ -51,11 +55,10 @@ class WorkerFile(Protocol):
     def agent(self) -> str: ...
 
 
-Finish = Callable[
-    [Any, Signature, str, str, str, str | None, list[Doc], list[tuple[str, str | None]]], ReadFile
-]
+Nodes = list[tuple[str, str | None]]
+Finish = Callable[[Any, Signature, str, str, str, str | None, list[Doc], Nodes, Prepared], ReadFile]
 """Makes a :class:`ReadFile` of a file and what the worker read of it (the engine's exclusion
-by cwd and its file row: ``file, sig, session id, cwd, name, leaf, docs, nodes``)."""
+by cwd and its file row: ``file, sig, session id, cwd, name, leaf, docs, nodes, prepared``)."""
 
 
 class _Worker:
@@ -115,10 +118,10 @@ class _Worker:
             raise OSError(f"the reading process sent {path!r} for {file.path!r}")
         if signature is None or found is None:
             return None
-        sid, cwd, name, leaf, docs, nodes = found
-        return self._finish(
-            file, Signature(*signature), sid, cwd, name, leaf, list(map(Doc._make, docs)), nodes
-        )
+        sid, cwd, name, leaf, docs, nodes, prepared = found
+        made = list(map(Doc._make, docs))
+        sig = Signature(*signature)
+        return self._finish(file, sig, sid, cwd, name, leaf, made, nodes, Prepared._make(prepared))
 
     def stop(self) -> None:
         self.stopping = True
@@ -141,17 +144,23 @@ def _read_exactly(stream: IO[bytes], n: int) -> bytes:
 
 
 class WorkerReadAhead(ReadAhead[Any]):
-    """:class:`~.readahead.ReadAhead` whose reads come from a :mod:`.worker` process."""
+    """:class:`~.readahead.ReadAhead` whose reads come from :mod:`.worker` processes: ``workers``
+    of them, each reading every ``workers``-th file (taken from them in turn, so in order)."""
 
-    def __init__(self, files: Sequence[WorkerFile], finish: Finish, agents: frozenset[str]) -> None:
-        """``agents``: those whose files the worker reads (the others' it leaves to the writer)."""
-        self._worker = _Worker(files, finish, agents)
-        super().__init__(list(files), self._worker.next_read)
+    def __init__(
+        self, files: Sequence[WorkerFile], finish: Finish, agents: frozenset[str], workers: int = 1
+    ) -> None:
+        """``agents``: those whose files the workers read (the others' they leave to the writer)."""
+        self.workers = [_Worker(files[k::workers], finish, agents) for k in range(workers)]
+        self._turn = 0
+        super().__init__(list(files), self._next_read)
+
+    def _next_read(self, file: Any) -> ReadFile | None:
+        worker = self.workers[self._turn % len(self.workers)]
+        self._turn += 1
+        return worker.next_read(file)
 
     def close(self) -> None:
         super().close()
-        self._worker.stop()
-
-    @property
-    def pid(self) -> int:
-        return self._worker.proc.pid
+        for worker in self.workers:
+            worker.stop()

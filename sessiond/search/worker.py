@@ -45,19 +45,13 @@ def read_one(path: str, agent: str) -> tuple[Any, ...]:
     try:
         docs, nodes = ix.file_docs(session.entries())
         leaf = session.leaf_id if type(session.leaf_id) is str else None
-        found = (
-            str(session.id),
-            session.cwd or "",
-            session.name or "",
-            leaf,
-            [tuple(d) for d in docs],
-            nodes,
-        )
+        sid, cwd, name = str(session.id), session.cwd or "", session.name or ""
     except Exception:
         return (path, signature, None)
     finally:
         session.close()
-    return (path, signature, found)
+    rows = [tuple(d) for d in docs]
+    return (path, signature, (sid, cwd, name, leaf, rows, nodes, tuple(ix.prepare(docs))))
 
 
 def serve(jobs: list[tuple[str, str]], out: BinaryIO) -> None:

@@ -207,15 +207,19 @@ def child(argv: list[str]) -> int:
     seconds, cpu = time.monotonic() - started, time.process_time() - cpu
     engine.close()
     own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build's reading process
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build's reading processes
+    from sessiond.search.producer import WORKERS  # noqa: PLC0415
+
+    workers = WORKERS if children.ru_maxrss else 0  # the largest one's peak, times how many ran
     print(
         json.dumps(
             {
                 "seconds": seconds,
                 "cpuSeconds": cpu + children.ru_utime + children.ru_stime,
                 "workerCpuSeconds": children.ru_utime + children.ru_stime,
-                "rssMb": (own.ru_maxrss + children.ru_maxrss) / 1024,
+                "rssMb": (own.ru_maxrss + workers * children.ru_maxrss) / 1024,
                 "workerRssMb": children.ru_maxrss / 1024,
+                "workers": workers,
             }
         )
     )

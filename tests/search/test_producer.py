@@ -137,3 +137,11 @@ def test_a_build_with_a_worker_indexes_what_one_without_does(
     finally:
         built.close()
         reference.close()
+
+
+def test_a_build_stopped_early_leaves_no_process(tmp_path: Path) -> None:
+    engine = SearchEngine(tmp_path / "index.sqlite3", FixtureSource())
+    ahead = WorkerReadAhead(FILES, engine._read_file, FILE_AGENTS, 2)
+    assert ahead.take(FILES[0].path, lambda: False) is not None
+    ahead.close()  # the engine closing mid-build (SearchEngine._stop_read_ahead)
+    assert all(w.proc.poll() is not None for w in ahead.workers)

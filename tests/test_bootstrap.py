@@ -4,7 +4,8 @@
 
 Real: the checkout is copied and bootstrapped into a virtualenv of its own, offline — the
 environment sees the dev environment's packages through an appended site directory (as
-tests/test_packaging.py does) and builds without isolation, so nothing is downloaded.
+tests/test_packaging.py does) and builds without isolation, so nothing is downloaded (uv, tried
+first, is kept offline with an empty cache, so pip installs).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def test_the_first_bootstrap_prints_no_editable_install_banner(tmp_path: Path) -
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        # uv (bootstrap's first choice) offline with nothing cached cannot install: the pip
+        # path runs, the one that printed the banner (uv builds quietly)
+        "UV_OFFLINE": "1",
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
     }
     env.pop("PYTHONWARNINGS", None)
     done = subprocess.run(
@@ -46,4 +51,5 @@ def test_the_first_bootstrap_prints_no_editable_install_banner(tmp_path: Path) -
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert (venv / ".installed").exists(), output
+    assert "uv unavailable: installing with pip" in output, output  # the path under test ran
     assert "Editable installation" not in output and "****" not in output, output

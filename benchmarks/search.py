@@ -417,6 +417,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "indexBytes": index_bytes,
         "buildSeconds": build["seconds"],
         "buildCpuSeconds": build["cpuSeconds"],
+        "buildWorkerCpuSeconds": build.get("workerCpuSeconds", 0.0),
         "buildRssMb": build["rssMb"],
         "queries": timed["sessiond"],
         "ripgrepMs": rg,
@@ -432,7 +433,8 @@ def report(res: dict[str, Any]) -> None:
     )
     print(
         f"build  {res['buildSeconds']:.1f} s = {raw / res['buildSeconds']:.1f} MiB/s "
-        f"({res['buildCpuSeconds']:.1f} s of CPU = {raw / res['buildCpuSeconds']:.1f} MiB/s), "
+        f"({res['buildCpuSeconds']:.1f} s of CPU = {raw / res['buildCpuSeconds']:.1f} MiB/s, "
+        f"{res.get('buildWorkerCpuSeconds', 0.0):.1f} s of it in reading processes), "
         f"peak RSS {res['buildRssMb']:.0f} MiB"
     )
     print(

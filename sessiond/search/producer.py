@@ -1,22 +1,24 @@
-"""The first build's read-ahead in another process: parsing on a second core.
+"""The first build's read-ahead in processes of its own: parsing beside the writer, not in turns.
 
 The read-ahead thread (:mod:`.readahead`) overlaps reading with the writer's inserts only as
 far as Python's GIL lets it: ``sqlite3`` lets go of it while a statement runs, but the
 writer's own Python (building rows, compressing, counting tokens) and the reader's parsing
-take turns. A first build reads and parses as much CPU as it inserts, so the reading goes to a
-process of its own (:mod:`.worker`, started with this interpreter), which reads the pending
-files in the writer's order and sends each file's texts down a pipe; the read-ahead thread
-here only takes the frames off the pipe (``marshal``: a copy, no Python per text but
-rebuilding the tuples) and hands them to the writer in order, as it hands its own reads.
+take turns. A first build reads and parses more CPU than it inserts, so the reading goes to
+:data:`WORKERS` processes (:mod:`.worker`, started with this interpreter), each reading every
+``WORKERS``-th pending file in the writer's order; they also make what of a file's insert
+needs no database (:func:`.index.prepare`), so the writer's thread does the SQL. Each sends a
+file's result down its pipe; the read-ahead thread here only takes the frames off the pipes in
+turn (``marshal``: a copy, no Python per text but rebuilding the tuples) and hands them to the
+writer in order, as it hands its own reads.
 
-Bounded: the worker writes one frame at a time and blocks while the pipe (64 KiB) is full,
-the read-ahead holds :data:`~.readahead.DEPTH` files, so the texts of a few files are in
-flight at most. Failures fall back to the thread: a file the worker could not read, or every
-file after the worker died (its pipe ends), is read by the writer itself, as when the
-read-ahead failed; what the writer inserts is whole files either way, nothing is marked
-indexed that was not. The process exists only while a build reads: it ends after the last
-file, and :meth:`WorkerReadAhead.close` kills it when the build stops early. Imported only
-when a build starts (the daemon's start-up does not pay for it).
+Bounded: a worker writes one frame at a time and blocks while its pipe (64 KiB) is full, the
+read-ahead holds :data:`~.readahead.DEPTH` files, so the texts of a few files are in flight
+at most. Failures fall back to the writer: a file a worker could not read, or every file of a
+worker that died (its pipe ends), is read by the writer itself, as when the read-ahead thread
+failed; what the writer inserts is whole files either way, nothing is marked indexed that was
+not. The processes exist only while a build reads: they end after their last file, and
+:meth:`WorkerReadAhead.close` kills them when the build stops early. Imported only when a
+build starts (the daemon's start-up does not pay for it).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ WORKERS: Final = max(1, min(2, os.cpu_count() or 1))
 about half the build's CPU, then takes its share of a core and the two workers the rest;
 with more cores the writer is the bound)."""
 COMMAND: list[str] = [sys.executable, "-m", "sessiond.search.worker"]
-"""How the reading process is started (this interpreter; tests start a failing one)."""
+"""How a reading process is started (this interpreter; tests start failing ones)."""
 _PACKAGE_PARENT: Final = str(Path(__file__).resolve().parent.parent.parent)
 
 
@@ -78,7 +80,8 @@ class _Worker:
             env=env,
             close_fds=True,
         )
-        self._broken = False
+        self.broken = False
+        """It failed or ended early: the writer reads the files it has not sent."""
         self.stopping = False
 
     def _send_jobs(self) -> None:
@@ -93,7 +96,7 @@ class _Worker:
     def next_read(self, file: Any) -> ReadFile | None:
         """The next frame, which must be ``file``'s; raises when the worker is gone (the
         read-ahead then has the writer read the file itself)."""
-        if self._broken:
+        if self.broken:
             raise OSError("the reading process ended")
         try:
             if self.proc.stdin is not None:
@@ -102,7 +105,7 @@ class _Worker:
             assert out is not None
             payload = marshal.loads(_read_exactly(out, FRAME.unpack(_read_exactly(out, FRAME.size))[0]))
         except (OSError, EOFError, ValueError, TypeError) as exc:
-            self._broken = True
+            self.broken = True
             code = self.proc.poll()
             if self.stopping:
                 raise OSError("the build stopped reading") from None
@@ -114,7 +117,7 @@ class _Worker:
             raise OSError("the reading process ended") from None
         path, signature, found = payload
         if path != file.path:
-            self._broken = True
+            self.broken = True
             raise OSError(f"the reading process sent {path!r} for {file.path!r}")
         if signature is None or found is None:
             return None

@@ -154,7 +154,14 @@ class WorkerReadAhead(ReadAhead[Any]):
         self, files: Sequence[WorkerFile], finish: Finish, agents: frozenset[str], workers: int = 1
     ) -> None:
         """``agents``: those whose files the workers read (the others' they leave to the writer)."""
-        self.workers = [_Worker(files[k::workers], finish, agents) for k in range(workers)]
+        self.workers: list[_Worker] = []
+        try:
+            for k in range(workers):
+                self.workers.append(_Worker(files[k::workers], finish, agents))
+        except BaseException:  # the ones started go (the caller reads in a thread instead)
+            for worker in self.workers:
+                worker.stop()
+            raise
         self._turn = 0
         super().__init__(list(files), self._next_read)
 

@@ -162,3 +162,23 @@ def test_a_build_stopped_early_leaves_no_process(tmp_path: Path) -> None:
     assert ahead.take(FILES[0].path, lambda: False) is not None
     ahead.close()  # the engine closing mid-build (SearchEngine._stop_read_ahead)
     assert all(w.proc.poll() is not None for w in ahead.workers)
+
+
+def test_a_worker_that_cannot_start_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second worker fails to start: the first one is stopped, the engine reads in a thread."""
+    started: list[Any] = []
+    real = producer._Worker.__init__
+
+    def second_fails(self: Any, *args: Any) -> None:
+        if started:
+            raise OSError("no more processes")
+        real(self, *args)
+        started.append(self)
+
+    monkeypatch.setattr(producer._Worker, "__init__", second_fails)
+    engine = SearchEngine(tmp_path / "index.sqlite3", FixtureSource())
+    with pytest.raises(OSError, match="no more processes"):
+        WorkerReadAhead(FILES, engine._read_file, FILE_AGENTS, 2)
+    assert started and started[0].proc.poll() is not None

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.harness import zygote
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 """Real session files, copied into the repository (``tests/fixtures/README.md``): the only place
@@ -41,6 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # daemons forked from a pre-imported zygote per worker (tests/harness/zygote.py)
+    zygote.enabled = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    zygote.shutdown()
 
 
 # ---------------------------------------------------------------------------- parallel runs (xdist)

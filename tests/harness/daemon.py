@@ -27,12 +27,16 @@ import orjson
 
 from sessiond_client import Client
 from sessiond_protocol import PROTOCOL_VERSION, ErrorCode
+from tests.harness import zygote
+from tests.harness.zygote import ForkedProcess
 
 READY_TIMEOUT = 60.0
 """Seconds a daemon may take to become ready (the CI machine is shared and often loaded)."""
 PROBE_TIMEOUT = 10.0
 """Seconds one probe connection may wait for the daemon's answer."""
 TCP_LISTENING = re.compile(r"listening on tcp (\S+):(\d+) ")
+DaemonProcess = subprocess.Popen[bytes] | ForkedProcess
+"""An exec'd daemon, or one forked from the zygote (the same calls: poll, wait, send_signal, ...)."""
 
 
 class DaemonNotReady(RuntimeError):
@@ -43,7 +47,7 @@ class DaemonNotReady(RuntimeError):
 class Daemon:
     store: Path
     socket: Path
-    process: subprocess.Popen[bytes]
+    process: DaemonProcess
     log: Path
     tcp: tuple[str, int] | None = None
     """The loopback address the daemon listens on with ``--tcp`` (the bound port, not 0)."""
@@ -63,14 +67,15 @@ class Daemon:
 
     def stop(self) -> int:
         """SIGTERM, then the exit code (SIGKILL after 10 s without exit)."""
-        if self.process.poll() is None:
+        code = self.process.poll()
+        if code is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 return self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 return self.process.wait()
-        return self.process.returncode
+        return code
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -120,14 +125,12 @@ def start_daemon(
     args = [sys.executable, "-m", "sessiond", "serve", "--socket", str(sock), "--log-level", "debug", *extra]
     with open(log, "ab") as out:
         offset = out.tell()
-        proc = subprocess.Popen(
-            args,
-            stdout=out,
-            stderr=out,
-            env=run_env,
-            # set in the child between fork and exec (no lock is taken there)
-            preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile),  # noqa: PLW1509
-        )
+        # forked from this worker's pre-imported zygote (tests/harness/zygote.py), else exec'd
+        proc: DaemonProcess | None = zygote.spawn(args[3:], run_env, out.fileno(), out.fileno(), nofile)
+        if proc is None:
+            limit = None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+            # the limit is set in the child between fork and exec (no lock is taken there)
+            proc = subprocess.Popen(args, stdout=out, stderr=out, env=run_env, preexec_fn=limit)  # noqa: PLW1509
     daemon = Daemon(store, sock, proc, log, env=run_env)
     try:
         wait_until_ready(sock, proc, log, timeout=timeout, log_offset=offset)
@@ -141,7 +144,7 @@ def start_daemon(
 
 def wait_until_ready(
     sock: Path,
-    process: subprocess.Popen[Any] | None,
+    process: subprocess.Popen[Any] | ForkedProcess | None,
     log: Path | None,
     *,
     timeout: float = READY_TIMEOUT,
@@ -175,7 +178,7 @@ def _wait_for_tcp(daemon: Daemon, offset: int, deadline: float) -> tuple[str, in
 
 def _retry(
     probe: Any,
-    process: subprocess.Popen[Any] | None,
+    process: subprocess.Popen[Any] | ForkedProcess | None,
     log: Path | None,
     offset: int,
     deadline: float,

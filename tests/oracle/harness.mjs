@@ -27,7 +27,10 @@ const USAGE =
 	"                        [--compaction [--keep N] [--reserve N] [--window N]] [--emit DIR] FILE.jsonl...";
 const PREVIEW = 120;
 
+let serving = false;
+
 function fail(message) {
+	if (serving) throw new Error(message); // one request was wrong: answer it, keep serving
 	process.stderr.write(`pi-oracle: ${message}\n`);
 	process.exit(2);
 }
@@ -52,6 +55,7 @@ function readOptions(argv) {
 				reserve: { type: "string", default: "16384" },
 				window: { type: "string" },
 				emit: { type: "string" },
+				serve: { type: "boolean", default: false },
 				help: { type: "boolean", short: "h", default: false },
 			},
 		});
@@ -63,7 +67,7 @@ function readOptions(argv) {
 		process.stdout.write(`${USAGE}\n`);
 		process.exit(0);
 	}
-	if (positionals.length === 0) fail(`no session file given\n${USAGE}`);
+	if (positionals.length === 0 && !values.serve) fail(`no session file given\n${USAGE}`);
 	const count = (name) => {
 		const n = Number(values[name]);
 		if (!Number.isInteger(n) || n < 0) fail(`--${name} wants a non-negative integer, not ${JSON.stringify(values[name])}`);
@@ -82,6 +86,7 @@ function readOptions(argv) {
 		window: values.window === undefined ? undefined : count("window"),
 		emit: values.emit === undefined ? undefined : resolve(values.emit),
 		files: positionals,
+		serve: values.serve,
 	};
 }
 
@@ -330,12 +335,44 @@ process.env.PI_CODING_AGENT_DIR = agentDir;
 process.env.PI_OFFLINE = "1";
 try {
 	const pi = await loadPi(pkg);
-	const results = options.files.map((file) => describe(file, pi, options));
+	if (options.serve) {
+		await serve(pi);
+	} else {
+		const results = options.files.map((file) => describe(file, pi, options));
+		print(results, options);
+	}
+} finally {
+	rmSync(agentDir, { recursive: true, force: true });
+}
+
+function print(results, options) {
 	if (options.jsonl) {
 		for (const result of results) process.stdout.write(`${JSON.stringify(result)}\n`);
 	} else {
 		process.stdout.write(`${JSON.stringify(results.length === 1 ? results[0] : results, null, 2)}\n`);
 	}
-} finally {
-	rmSync(agentDir, { recursive: true, force: true });
+}
+
+// --serve: one Node process for many runs (a test worker asks it ~100 times; a start is ~0.3 s
+// of CPU). Each stdin line is {"args": [the arguments of one run, files included, no --oracle],
+// "cwd": the directory the run would have started in}; each answer is one line,
+// {"results": [one per file, as --jsonl prints them]} or {"error": why the arguments were
+// refused}. The same describe() as a run of its own: every file is opened from a private copy in
+// a scratch directory of its own.
+async function serve(pi) {
+	serving = true;
+	const { createInterface } = await import("node:readline");
+	for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+		if (!line.trim()) continue;
+		let answer;
+		try {
+			const { args, cwd } = JSON.parse(line);
+			process.chdir(cwd); // Pi resolves an empty header cwd against the process's
+			const request = readOptions(args);
+			answer = { results: request.files.map((file) => describe(file, pi, request)) };
+		} catch (error) {
+			answer = { error: String(error?.message ?? error) };
+		}
+		process.stdout.write(`${JSON.stringify(answer)}\n`);
+	}
 }

@@ -2,6 +2,7 @@
 // Runs Pi's own SessionManager operations for differential tests of sessiond's store.
 //   node pi_ops.mjs branch FILE LEAF_ID    -> createBranchedSession(LEAF_ID) on a copy of FILE
 //   node pi_ops.mjs forkfrom FILE CWD      -> SessionManager.forkFrom(copy of FILE, CWD, tmpdir)
+//   node pi_ops.mjs --serve                -> the same for each stdin line [op, file, arg, cwd]
 // Prints {exists, lines} for the session file Pi created (lines parsed as JSON), or {error}.
 // Env: PI_ORACLE_DIR = pi-oracle install (its node_modules holds Pi 1.6.0).
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -15,28 +16,46 @@ process.env.PI_CODING_AGENT_DIR = mkdtempSync(join(tmpdir(), "pi-ops-agent-"));
 process.env.PI_OFFLINE = "1";
 const { SessionManager } = await import(pathToFileURL(join(pkg, "dist/core/session-manager.js")).href);
 
-const [op, file, arg] = process.argv.slice(2);
-const work = mkdtempSync(join(tmpdir(), "pi-ops-"));
-const copy = join(work, basename(file));
-copyFileSync(file, copy);
-const read = (p) => readFileSync(p, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
-let out;
-try {
-	if (op === "branch") {
-		const manager = SessionManager.open(copy, work);
-		const created = manager.createBranchedSession(arg);
-		out = { exists: existsSync(created), lines: existsSync(created) ? read(created) : null, source: copy, leafId: manager.getLeafId() };
-	} else if (op === "forkfrom") {
-		const manager = SessionManager.forkFrom(copy, arg, join(work, "target"));
-		const created = manager.getSessionFile();
-		out = { exists: existsSync(created), lines: read(created), source: copy };
-	} else {
-		out = { error: `unknown op ${op}` };
+// One operation on a private copy of `file` in a scratch directory of its own.
+function run(op, file, arg) {
+	const work = mkdtempSync(join(tmpdir(), "pi-ops-"));
+	const copy = join(work, basename(file));
+	copyFileSync(file, copy);
+	try {
+		if (op === "branch") {
+			const manager = SessionManager.open(copy, work);
+			const created = manager.createBranchedSession(arg);
+			return { exists: existsSync(created), lines: existsSync(created) ? read(created) : null, source: copy, leafId: manager.getLeafId() };
+		}
+		if (op === "forkfrom") {
+			const manager = SessionManager.forkFrom(copy, arg, join(work, "target"));
+			const created = manager.getSessionFile();
+			return { exists: existsSync(created), lines: read(created), source: copy };
+		}
+		return { error: `unknown op ${op}` };
+	} catch (error) {
+		return { error: String(error?.message ?? error) };
+	} finally {
+		rmSync(work, { recursive: true, force: true });
 	}
-} catch (error) {
-	out = { error: String(error?.message ?? error) };
+}
+
+const read = (p) => readFileSync(p, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+try {
+	if (process.argv[2] === "--serve") {
+		// one process for a test file's operations: each stdin line is [op, file, arg, cwd], each
+		// answer the line a run of its own prints (Pi is loaded once: a start is ~0.3 s of CPU)
+		const { createInterface } = await import("node:readline");
+		for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+			if (!line.trim()) continue;
+			const [op, file, arg, cwd] = JSON.parse(line);
+			process.chdir(cwd);
+			console.log(JSON.stringify(run(op, file, arg)));
+		}
+	} else {
+		const [op, file, arg] = process.argv.slice(2);
+		console.log(JSON.stringify(run(op, file, arg)));
+	}
 } finally {
-	rmSync(work, { recursive: true, force: true });
 	rmSync(process.env.PI_CODING_AGENT_DIR, { recursive: true, force: true });
 }
-console.log(JSON.stringify(out));

@@ -9,9 +9,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
-import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from sessiond.store.listing import read_header
 from sessiond.store.session import LEAF_MARKER, Session
 from tests.builders import assistant, tool_result, user
 from tests.conftest import GOLDEN, log_file, oracle_dir
-from tests.oracle.pi import pi_result
+from tests.oracle.pi import NodeServer, pi_result
 
 ORACLE = oracle_dir()
 pytestmark = [pytest.mark.oracle, pytest.mark.skipif(ORACLE is None, reason="pi-oracle is not installed")]
@@ -40,17 +40,22 @@ def harness(path: Path, *args: str) -> dict[str, Any]:
     return result
 
 
-def pi_op(*args: str) -> dict[str, Any]:
-    assert ORACLE is not None
-    out = subprocess.run(
-        ["node", str(HERE / "pi_ops.mjs"), *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PI_ORACLE_DIR": str(ORACLE), "PATH": "/usr/local/bin:/usr/bin:/bin"},
-    ).stdout
-    result: dict[str, Any] = json.loads(out)
-    return result
+PI_OPS = NodeServer(
+    ["node", str(HERE / "pi_ops.mjs"), "--serve"],
+    env={"PI_ORACLE_DIR": str(ORACLE), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+)
+"""Pi's fork operations, one Node process for the file's ~50 (each run of its own loaded Pi)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pi_ops_stopped() -> Iterator[None]:
+    yield
+    PI_OPS.close()
+
+
+def pi_op(op: str, file: str, arg: str) -> dict[str, Any]:
+    """``node pi_ops.mjs OP FILE ARG``, asked of :data:`PI_OPS`."""
+    return PI_OPS.ask([op, file, arg, os.getcwd()], timeout=120)
 
 
 def views(s: Session) -> dict[str, Any]:

@@ -37,8 +37,11 @@ from ..errors import InvalidArgumentError
 from ..store.regular import open_regular
 from . import index as ix
 from .database import FILE_NAME, connect, discard, open_index
+from .extract import Doc
 from .index import FileMeta, Filters, Page, Signature
 from .readahead import ReadAhead, ReadFile
+from .signature import TAIL_BYTES
+from .signature import stat_signature as stat_signature  # noqa: PLC0414 - re-exported: callers import it from here
 
 log = logging.getLogger("sessiond.search")
 
@@ -49,9 +52,11 @@ LOCKED_RETRIES = 5
 """Times a batch that found the file busy ("database is locked") is tried again before the
 index is taken for damaged and rebuilt."""
 """How long the writer waits for more events before writing a batch."""
-TAIL_BYTES: Final = 4096
 BUILD_SLICE_S: Final = 0.25
 """Seconds of first-build work between two looks at the queue (events and queries go first)."""
+WORKER_MIN_BYTES = 8 << 20
+"""Bytes of pending files from which a build reads them in a process of its own
+(:mod:`.producer`; starting it costs about as much as reading 4 MiB)."""
 TAILERS: Final = 8
 """Session files nobody has open that the writer keeps read (their reader's state and read
 offset), so that when one grows only what it grew by is read: an agent writing a transcript
@@ -181,19 +186,6 @@ def _tail_unchanged(path: str, stored: Signature) -> bool:
             return zlib.crc32(f.read(stored.size - start)) == stored.tail
     except OSError:
         return False
-
-
-def stat_signature(path: str) -> Signature | None:
-    """The file's inode, size, mtime and a CRC-32 of its last 4 KiB (``None``: it is gone)."""
-    try:
-        with open_regular(path) as f:  # a FIFO named like a session must not block the index
-            st = os.fstat(f.fileno())
-            if st.st_size > TAIL_BYTES:
-                f.seek(st.st_size - TAIL_BYTES)
-            tail = zlib.crc32(f.read(TAIL_BYTES))
-    except OSError:
-        return None
-    return Signature(st.st_ino, st.st_size, st.st_mtime_ns, tail)
 
 
 class SearchEngine:
@@ -605,14 +597,34 @@ class SearchEngine:
             return None
         session = self.source.open(file)
         try:
-            cwd = session.cwd or ""
-            if self._excluded(file, cwd):
-                return ReadFile(path, sig, None, [], [])
-            meta = _file_meta(file, session, cwd)
+            leaf = session.leaf_id if type(session.leaf_id) is str else None
             docs, nodes = ix.file_docs(session.entries())
+            cwd, name = session.cwd or "", session.name or ""
         finally:
             session.close()
-        return ReadFile(path, sig, meta, docs, nodes)
+        made = self._read_file(file, sig, str(session.id), cwd, name, leaf, docs, nodes)
+        if made.meta is not None:
+            made.prepared = ix.prepare(made.docs)
+        return made
+
+    def _read_file(
+        self,
+        file: SourceFile,
+        sig: Signature,
+        session_id: str,
+        cwd: str,
+        name: str,
+        leaf: str | None,
+        docs: list[Doc],
+        nodes: list[tuple[str, str | None]],
+        prepared: ix.Prepared | None = None,
+    ) -> ReadFile:
+        """A read-ahead's result (in this process or the worker's): ``meta`` ``None`` when the
+        file is excluded by its cwd."""
+        if self._excluded(file, cwd):
+            return ReadFile(file.path, sig, None, [], [])
+        meta = FileMeta(file.path, file.root, file.agent, session_id, cwd, name, leaf)
+        return ReadFile(file.path, sig, meta, docs, nodes, prepared)
 
     def _insert_read(self, db: sqlite3.Connection, read: ReadFile) -> None:
         self._drop_tailer(read.path)
@@ -620,7 +632,22 @@ class SearchEngine:
         if read.meta is None:
             ix.remove_file(db, read.path)
         else:
-            ix.replace_docs(db, read.meta, read.sig, read.docs, read.nodes)
+            ix.replace_docs(db, read.meta, read.sig, read.docs, read.nodes, read.prepared)
+
+    def _start_read_ahead(
+        self, files: list[SourceFile], changed: list[tuple[SourceFile, int]]
+    ) -> ReadAhead[SourceFile]:
+        """The build's read-ahead: in a process of its own (:mod:`.producer`) when the source
+        reads its files with :mod:`.readers` and there is enough to read, else a thread."""
+        agents: frozenset[str] = getattr(self.source, "worker_agents", frozenset())
+        if sum(size for file, size in changed if file.agent in agents) >= WORKER_MIN_BYTES:
+            from .producer import WORKERS, WorkerReadAhead  # noqa: PLC0415 - only a build needs it
+
+            try:
+                return WorkerReadAhead(files, self._read_file, agents, WORKERS)
+            except OSError as exc:
+                log.warning("search: cannot start the build's reading process (%s)", exc)
+        return ReadAhead(files, self._read_ahead)
 
     def _stop_read_ahead(self) -> None:
         if self._ahead is not None:
@@ -635,6 +662,7 @@ class SearchEngine:
         cwds = dict(db.execute("SELECT path, cwd FROM files").fetchall())
         seen: set[str] = set()
         changed: list[tuple[int, SourceFile]] = []
+        sizes: list[tuple[SourceFile, int]] = []
         for file in self.source.files():
             sig = self._signature(file)
             if sig is None or self._excluded(file, cwds.get(file.path)):
@@ -642,6 +670,7 @@ class SearchEngine:
             seen.add(file.path)
             if stored.get(file.path) != sig:
                 changed.append((sig.mtime, file))
+                sizes.append((file, sig.size))
         gone = [p for p in stored if p not in seen]
         if gone:
             db.execute("BEGIN")
@@ -652,7 +681,7 @@ class SearchEngine:
         self._pending = [f for _, f in reversed(changed)]  # popped from the end: oldest first
         self._stop_read_ahead()
         if len(self._pending) > 1:
-            self._ahead = ReadAhead(list(reversed(self._pending)), self._read_ahead)
+            self._ahead = self._start_read_ahead(list(reversed(self._pending)), sizes)
         self._building = bool(self._pending)
         self.progress = (0, len(self._pending)) if self._pending else None
         if self._pending:

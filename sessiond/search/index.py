@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from . import blocks
 from . import nodes as entry_nodes
@@ -134,14 +134,42 @@ def _fid(db: sqlite3.Connection, path: str) -> int | None:
     return None if row is None else int(row[0])
 
 
+class Prepared(NamedTuple):
+    """What the writer inserts of a batch of docs that needs no database (:func:`prepare`):
+    made beside the writer by the first build's read-ahead (another process: :mod:`.producer`),
+    so the writer's own work is its SQL. Plain values only (it crosses a pipe by ``marshal``)."""
+
+    texts: list[str]
+    """Each doc's text without snippet markers."""
+    plain: list[bool]
+    blocks: list[tuple[int, bytes]]
+    """Each block (:func:`.blocks.pack`) with the place of its first text in the batch."""
+    tokens: dict[str, int]
+    """The texts' token counts (:func:`.blocks.token_counts`)."""
+
+
+def prepare(docs: Sequence[Doc]) -> Prepared:
+    """The database-free part of inserting ``docs`` (in :func:`_insert` when not made before)."""
+    texts = [_unmarked(d.text) for d in docs]
+    encoded = [blocks.encode(t) for t in texts]
+    return Prepared(
+        texts,
+        [blocks.plain(t) for t in texts],
+        [(start, blocks.pack(part)) for start, part in blocks.split(0, encoded)],
+        dict(blocks.token_counts(encoded)),
+    )
+
+
 def _insert(
     db: sqlite3.Connection,
     fid: int,
     docs: list[Doc],
     nodes: list[tuple[str, str | None]],
     known: entry_nodes.FileNodes,
+    prepared: Prepared | None = None,
 ) -> None:
-    """Add texts and entries to file ``fid`` whose stored entries are ``known`` (updated)."""
+    """Add texts and entries to file ``fid`` whose stored entries are ``known`` (updated);
+    ``prepared``: :func:`prepare` of ``docs`` made already (else made here)."""
     first = db.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0] + 1 if docs else 0
     text_ids = _text_ids(docs, first)
     listed = {e for e, _ in nodes}
@@ -154,34 +182,25 @@ def _insert(
         text_ids.update((e, (text_ids[e][0], -1)) for e in unlisted)
     entry_nodes.write(db, fid, known, nodes, text_ids)
     if docs:
-        texts = [_unmarked(d.text) for d in docs]
+        texts, plain, packed, tokens = prepare(docs) if prepared is None else prepared
         place = known.index
         db.executemany(
             "INSERT INTO docs(id, fid, ts, ent, role, kind, plain) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (
-                    first + i,
-                    fid,
-                    d.timestamp_ms,
-                    place[d.entry_id],
-                    _code(d.role),
-                    _code(d.kind),
-                    blocks.plain(t),
-                )
-                for i, (d, t) in enumerate(zip(docs, texts, strict=True))
+                (first + i, fid, d.timestamp_ms, place[d.entry_id], _code(d.role), _code(d.kind), p)
+                for i, (d, p) in enumerate(zip(docs, plain, strict=True))
             ],
         )
         db.executemany("INSERT INTO words(rowid, text) VALUES (?, ?)", enumerate(texts, first))
-        encoded = [blocks.encode(t) for t in texts]
         # Blocks from here up hold only texts gone since (an entry indexed again leaves its
         # block until its file goes), and ids start above every text left: without this, a
         # text given the id after such a block's first would be read from it.
         db.execute("DELETE FROM blocks WHERE id >= ?", (first,))
         db.executemany(
             "INSERT INTO blocks(id, fid, data) VALUES (?, ?, ?)",
-            [(start, fid, blocks.pack(part)) for start, part in blocks.split(first, encoded)],
+            [(first + start, fid, data) for start, data in packed],
         )
-        _count_tokens(db, blocks.token_counts(encoded))
+        _count_tokens(db, Counter(tokens))
         db.execute(
             "UPDATE files SET lo = coalesce(lo, ?), hi = ? WHERE fid = ?", (first, first + len(docs) - 1, fid)
         )
@@ -356,8 +375,10 @@ def replace_docs(
     sig: Signature,
     docs: list[Doc],
     nodes: list[tuple[str, str | None]],
+    prepared: Prepared | None = None,
 ) -> int:
-    """:func:`replace_file` with the entries' texts made already (:func:`file_docs`)."""
+    """:func:`replace_file` with the entries' texts made already (:func:`file_docs`), and
+    maybe what of them needs no database (:func:`prepare`)."""
     title = meta.title or first_user_text(docs)
     fid = _fid(db, meta.path)
     if fid is not None:
@@ -381,7 +402,7 @@ def replace_docs(
     if fid is None:
         fid = _fid(db, meta.path)
         assert fid is not None
-    _insert(db, fid, docs, nodes, entry_nodes.FileNodes())
+    _insert(db, fid, docs, nodes, entry_nodes.FileNodes(), prepared)
     return len(docs)
 
 

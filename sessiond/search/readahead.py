@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar
 
 from .extract import Doc
-from .index import FileMeta, Signature
+from .index import FileMeta, Prepared, Signature
 
 DEPTH: Final = 2
 """Files read ahead of the writer at most."""
@@ -39,13 +39,14 @@ F = TypeVar("F", bound=_File)
 @dataclass(slots=True)
 class ReadFile:
     """A session file read ahead: its signature before the read, its row (``None``: excluded
-    by its cwd), its texts and parent links."""
+    by its cwd), its texts and parent links, and what of its insert needs no database."""
 
     path: str
     sig: Signature
     meta: FileMeta | None
     docs: list[Doc]
     nodes: list[tuple[str, str | None]]
+    prepared: Prepared | None = None
 
 
 class ReadAhead(Generic[F]):

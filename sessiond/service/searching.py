@@ -27,13 +27,11 @@ import anyio
 from sessiond_protocol import methods as M
 
 from ..errors import InvalidArgumentError
-from ..search.codex_file import read_codex
 from ..search.engine import SearchEngine, SessionSource, SourceFile, index_path, stat_signature
 from ..search.index import Filters, Hit, Signature
-from ..search.pi_file import read_pi_v3
 from ..search.query import decode_cursor, encode_cursor, parse_time, substring_needle, words_match
+from ..search.readers import FILE_AGENTS, open_for_index
 from ..search.resume import resume_command
-from ..store.claude import ClaudeSession
 from ..store.codex import CodexSession
 from ..store.opencode import (
     DB_NAME,
@@ -44,7 +42,6 @@ from ..store.opencode import (
     db_session_path,
     split_db_path,
 )
-from ..store.session import Session
 from .agent_roots import codex_files, is_codex_session_file
 from .catalog import UUID_STEM, Catalog
 from .config import Config
@@ -54,7 +51,6 @@ from .roots import ROOT_NAMES, Root
 log = logging.getLogger("sessiond.search")
 
 AGENTS: Final = {"pi": "pi", "claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
-_READ_ONLY: Final = "it is opened read-only to be indexed for search"
 HAND_OVER_AT: Final = 256
 """Entries that are handed to the engine at once, without waiting for the turn of the event
 loop to end (a caller appending many times without yielding to the loop)."""
@@ -69,6 +65,10 @@ class CatalogSource(SessionSource):
     database's). A database session's signature is its messages' and parts' counts and last
     update times, read for every session in one query per table; a JSON session's, the sizes
     and mtimes of its session and message files."""
+
+    worker_agents = FILE_AGENTS
+    """The agents whose files a build may read in its own process (:mod:`sessiond.search.producer`):
+    :meth:`open` reads them with :func:`~sessiond.search.readers.open_for_index`, as it does."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -131,14 +131,11 @@ class CatalogSource(SessionSource):
 
     def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         path = Path(file.path)
-        if file.agent == "claude-code":
-            return ClaudeSession.open(path)
-        if file.agent == "codex":
-            return CodexSession.open(path) if follow else read_codex(path)
+        if file.agent == "codex" and follow:
+            return CodexSession.open(path)
         if file.agent == "opencode":
             return OpenCodeSession.open(path)
-        fast = read_pi_v3(path)
-        return fast if fast is not None else Session.open(path, read_only=_READ_ONLY)
+        return open_for_index(file.agent, path)
 
 
 def _signature_of(value: Any, count: int, newest: Any) -> Signature:

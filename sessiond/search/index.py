@@ -14,7 +14,7 @@ import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
@@ -156,7 +156,7 @@ def prepare(docs: Sequence[Doc]) -> Prepared:
         texts,
         [blocks.plain(t) for t in texts],
         [(start, blocks.pack(part)) for start, part in blocks.split(0, encoded)],
-        dict(blocks.token_counts(encoded)),
+        blocks.token_counts(encoded),
     )
 
 
@@ -200,7 +200,7 @@ def _insert(
             "INSERT INTO blocks(id, fid, data) VALUES (?, ?, ?)",
             [(first + start, fid, data) for start, data in packed],
         )
-        _count_tokens(db, Counter(tokens))
+        _count_tokens(db, tokens)
         db.execute(
             "UPDATE files SET lo = coalesce(lo, ?), hi = ? WHERE fid = ?", (first, first + len(docs) - 1, fid)
         )
@@ -239,7 +239,7 @@ def deferred_vocab(db: sqlite3.Connection) -> Iterator[None]:
     _add_tokens(db, pending)
 
 
-def _count_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+def _count_tokens(db: sqlite3.Connection, counts: Mapping[str, int]) -> None:
     """Add the tokens of inserted texts to the vocabulary (or to what :func:`deferred_vocab`
     will write)."""
     pending = _DEFERRED.get(id(db))
@@ -249,7 +249,7 @@ def _count_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
         _add_tokens(db, counts)
 
 
-def _add_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+def _add_tokens(db: sqlite3.Connection, counts: Mapping[str, int]) -> None:
     """Add counts to the vocabulary, new tokens to its trigram index."""
     if not counts:
         return
@@ -261,7 +261,7 @@ def _add_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
     db.execute("INSERT INTO vgrams(rowid, tok) SELECT id, tok FROM vocab WHERE id > ?", (before,))
 
 
-def _uncount_tokens(db: sqlite3.Connection, counts: Counter[str]) -> None:
+def _uncount_tokens(db: sqlite3.Connection, counts: Mapping[str, int]) -> None:
     """Take the tokens of deleted texts off the vocabulary: a token no text holds any more
     goes (a deleted session leaves nothing behind, not even its words)."""
     if not counts:

@@ -52,8 +52,11 @@ LOCKED_RETRIES = 5
 """Times a batch that found the file busy ("database is locked") is tried again before the
 index is taken for damaged and rebuilt."""
 """How long the writer waits for more events before writing a batch."""
-BUILD_SLICE_S: Final = 0.25
-"""Seconds of first-build work between two looks at the queue (events and queries go first)."""
+BUILD_SLICE_S: Final = 1.0
+"""Seconds of first-build work in one transaction at most. A slice ends sooner, after the file
+it is inserting, when an event or a barrier is queued (they go first: an append is indexed
+within about a file's insert, not a slice). Each slice ends with the vocabulary's counts of
+its files and an FTS5 segment: 1 s slices took 0.4-0.5 s less CPU per 64 MiB than 0.25 s."""
 WORKER_MIN_BYTES = 8 << 20
 """Bytes of pending files from which a build reads them in a process of its own
 (:mod:`.producer`; starting it costs about as much as reading 4 MiB)."""
@@ -691,10 +694,14 @@ class SearchEngine:
         db = self._db
         assert db is not None
         deadline = time.monotonic() + BUILD_SLICE_S
+        done = 0
         db.execute("BEGIN")
         try:
             with ix.deferred_vocab(db):
                 while self._pending and time.monotonic() < deadline and not self._stopped:
+                    if done and not self._queue.empty():  # events first (after one file: no starving)
+                        break
+                    done += 1
                     file = self._pending.pop()
                     ahead = (
                         None if self._ahead is None else self._ahead.take(file.path, lambda: self._stopped)

@@ -1,0 +1,53 @@
+"""A first build's slice (one transaction, up to ``BUILD_SLICE_S``) ends after the file it is
+inserting when an event comes in: events go first, and a long slice (fewer vocabulary upserts
+and FTS5 segments per build) does not delay them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sessiond.search import engine as engine_module
+from sessiond.search.engine import SearchEngine
+from sessiond.search.index import Signature
+
+from .test_producer import FILES, FixtureSource
+
+
+class EventDuringBuild(FixtureSource):
+    """Queues an event (a change of a path no root holds) as the build's first file is taken."""
+
+    def __init__(self) -> None:
+        self.engine: SearchEngine | None = None
+        self.sent = False
+
+    def signature(self, path: str) -> Signature | None:
+        engine = self.engine
+        if engine is not None and engine.progress is not None and not self.sent:
+            self.sent = True  # the build is on (its look at every file is done): an event now
+            engine.changed("/nowhere/not-a-session.jsonl")
+        return super().signature(path)
+
+
+def test_an_event_ends_the_build_slice(tmp_path: Path) -> None:
+    source = EventDuringBuild()
+    slices: list[tuple[int, int]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)  # the read-ahead thread
+        engine = SearchEngine(tmp_path / "index.sqlite3", source)
+        source.engine = engine
+        engine.on_progress = lambda done, total: slices.append((done, total))
+        engine.start()
+        try:
+            engine.flush()
+            deadline = time.monotonic() + 120  # only a bound for "it finished at all"
+            while engine.progress is not None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            engine.flush()
+        finally:
+            engine.close()
+    assert source.sent
+    assert slices[0] == (1, len(FILES))  # the event came in during the first file: it went next
+    assert slices[-1] == (len(FILES), len(FILES))

@@ -35,3 +35,12 @@ def test_the_test_script_runs_every_setup_script() -> None:
     missing = [name for name in setups if f'"{name}: ' not in lanes and f";{name}: " not in lanes]
     assert missing == []
     assert "scripts/test-vscode --install" in script
+
+
+def test_mypy_beside_pytest_still_decides_the_run() -> None:
+    """mypy runs beside pytest (scripts/test): its exit status is still waited for and counted."""
+    script = (REPO / "scripts" / "test").read_text()
+    started = script.index(".venv/bin/mypy >")
+    assert started < script.index("-m pytest")
+    assert script.index('wait "$mypy_pid" || mypy_status=$?') > script.index("-m pytest")
+    assert script.rstrip().endswith('exit "$status"')

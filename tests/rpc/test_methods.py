@@ -7,6 +7,7 @@ connection behind); those that list every session of the store, or write into it
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import AsyncIterator
@@ -379,6 +380,62 @@ async def test_domain_error_codes(own_client: Client, own_daemon: Daemon) -> Non
     assert exc.value.code == ErrorCode.SESSION_CHANGED and "truncated" in exc.value.message
 
 
+def _fill(path: Path, *, leave: int) -> None:
+    """Fill the file system holding ``path`` until at most ``leave`` bytes stay free.
+
+    The daemon may write meanwhile (its search and usage indexes catch up with the first append
+    in the background): one write of "the free space less ``leave``", sized from a figure read
+    just before, once ran out of space itself. Here a write refused for space means the disk is
+    already fuller than asked, which is what the test wants."""
+    chunk = b"\0" * 65536
+    with open(path, "wb", buffering=0) as f:
+        while True:
+            st = os.statvfs(path.parent)
+            free = st.f_bavail * st.f_frsize
+            if free <= leave:
+                return
+            try:
+                f.write(chunk[: min(len(chunk), free - leave)])
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                return
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_the_disk_fills_up_while_something_else_writes_there(tmp_path: Path) -> None:
+    """``_fill`` beside another writer (as the daemon's indexes write beside the test): it ends
+    with the disk as full as asked or fuller, never with an error of its own."""
+    import subprocess  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        started = threading.Event()
+
+        def other() -> None:
+            with open(mount / "other", "wb", buffering=0) as f, contextlib.suppress(OSError):
+                for _ in range(256):  # 1 MiB in small writes, until the disk is full
+                    f.write(b"x" * 4096)
+                    started.set()
+            started.set()
+
+        writer = threading.Thread(target=other)
+        writer.start()
+        started.wait(10)
+        try:
+            _fill(mount / "filler", leave=48 * 1024)
+        finally:
+            writer.join()
+        st = os.statvfs(mount)
+        assert st.f_bavail * st.f_frsize <= 48 * 1024
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="mounting a small tmpfs needs root")
 async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path: Path) -> None:
     import subprocess  # noqa: PLC0415
@@ -398,8 +455,7 @@ async def test_disk_full_is_a_storage_error_and_nothing_is_acknowledged(tmp_path
             # The disk fills up now, whatever the daemon's indexes took at start (a fixed small
             # tmpfs was once full before the session could be created): 48 KiB stay free,
             # less than one of the appends below.
-            free = os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize
-            (mount / "filler").write_bytes(b"\0" * max(free - 48 * 1024, 0))
+            _fill(mount / "filler", leave=48 * 1024)
             big = "z" * 100_000
             codes = []
             for _ in range(5):

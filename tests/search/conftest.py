@@ -15,6 +15,19 @@ CODEX_HOME = FIXTURES / "codex" / "synthetic-home"
 PI_FIXTURE = FIXTURES / "pi" / "before-compaction.v1.jsonl"
 
 
+def user_entry(
+    eid: str, text: str, parent: str | None = None, timestamp: str = "2026-03-01T10:00:00Z"
+) -> dict[str, object]:
+    """A Pi ``message`` entry of the user saying ``text``: what the index tests feed the index."""
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": timestamp,
+        "message": {"role": "user", "content": text, "timestamp": 1},
+    }
+
+
 def populate(tmp: Path) -> dict[str, Path]:
     """Put one session of each agent where the daemon (tests.harness.daemon's env) looks."""
     claude = tmp / "claude" / "projects" / "-home-user-project" / f"{CLAUDE_ID}.jsonl"

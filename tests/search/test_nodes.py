@@ -11,16 +11,7 @@ from sessiond.search import nodes
 from sessiond.search.database import open_index
 from sessiond.search.extract import Doc
 from sessiond.search.index import FileMeta, Filters, Signature
-
-
-def _message(eid: str, parent: str | None, text: str) -> dict[str, object]:
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": parent,
-        "timestamp": "2026-03-01T10:00:00Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
+from tests.search.conftest import user_entry
 
 
 def _hits(db: sqlite3.Connection, word: str) -> dict[str, bool]:
@@ -108,20 +99,29 @@ def test_many_appends_and_a_fork_through_the_index(tmp_path: Path) -> None:
             db,
             FileMeta(path, "sessiond", "pi", "s", "/p", "t", "r0"),
             Signature(1, 1, 1, 1),
-            [_message("r0", None, "alpha")],
+            [user_entry("r0", parent=None, text="alpha")],
         )
         db.execute("COMMIT")
         parent = "r0"
         for i in range(nodes.MAX_CHUNKS + 3):
-            entry = _message(f"m{i}", parent, f"alpha beta{i}")
+            entry = user_entry(f"m{i}", parent=parent, text=f"alpha beta{i}")
             db.execute("BEGIN")
             ix.add_entries(db, path, [entry], entry["id"], None, Signature(1, 2 + i, 1, 1))  # type: ignore[arg-type]
             db.execute("COMMIT")
             parent = f"m{i}"
         # m3 sent again (a read that included it), then a fork from m1: the leaf moves there
         db.execute("BEGIN")
-        ix.add_entries(db, path, [_message("m3", "m2", "alpha gamma")], parent, None, Signature(1, 200, 1, 1))
-        ix.add_entries(db, path, [_message("f0", "m1", "alpha delta")], "f0", None, Signature(1, 201, 1, 1))
+        ix.add_entries(
+            db,
+            path,
+            [user_entry("m3", parent="m2", text="alpha gamma")],
+            parent,
+            None,
+            Signature(1, 200, 1, 1),
+        )
+        ix.add_entries(
+            db, path, [user_entry("f0", parent="m1", text="alpha delta")], "f0", None, Signature(1, 201, 1, 1)
+        )
         db.execute("COMMIT")
         hits = _hits(db, "alpha")
         assert len(hits) == nodes.MAX_CHUNKS + 5
@@ -150,7 +150,9 @@ def test_an_entry_whose_texts_are_not_in_one_run_is_replaced_whole(tmp_path: Pat
         db.execute("COMMIT")
         assert nodes.load(db, 1).texts["a"][1] == -1
         db.execute("BEGIN")
-        ix.add_entries(db, path, [_message("a", None, "cherry")], "b", None, Signature(1, 2, 1, 1))
+        ix.add_entries(
+            db, path, [user_entry("a", parent=None, text="cherry")], "b", None, Signature(1, 2, 1, 1)
+        )
         db.execute("COMMIT")
         assert _hits(db, "apple") == {}
         assert set(_hits(db, "cherry")) == {"a"} and set(_hits(db, "banana")) == {"b"}
@@ -171,7 +173,9 @@ def test_texts_of_an_entry_left_out_of_the_nodes(tmp_path: Path) -> None:
         db.execute("COMMIT")
         assert set(_hits(db, "banana")) == {"b"}
         db.execute("BEGIN")
-        ix.add_entries(db, path, [_message("b", "a", "cherry")], "b", None, Signature(1, 2, 1, 1))
+        ix.add_entries(
+            db, path, [user_entry("b", parent="a", text="cherry")], "b", None, Signature(1, 2, 1, 1)
+        )
         db.execute("COMMIT")
         assert _hits(db, "banana") == {}
         assert _hits(db, "cherry") == {"b": True} and set(_hits(db, "apple")) == {"a"}

@@ -23,6 +23,7 @@ from sessiond.search.index import Filters, Signature
 from sessiond.search.pi_file import read_pi_v3
 from sessiond.search.query import words_match
 from sessiond.store.session import Session
+from tests.search.conftest import user_entry
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Omega", "épée"]
 SESSIONS = 3
@@ -54,16 +55,6 @@ def _header(sid: str) -> bytes:
     return orjson.dumps(
         {"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/p"}
     )
-
-
-def _entry(eid: str, parent: str | None, text: str) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": parent,
-        "timestamp": "2026-01-02T00:00:00Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
 
 
 op = st.one_of(
@@ -126,7 +117,12 @@ class World:
         for word in words:
             self.counter += 1
             other = WORDS[self.counter % len(WORDS)]  # pieces of code: words joined by _ and .
-            entry = _entry(f"e{self.counter}", parent, f"{word} x{self.counter} {word}_{other}.py")
+            entry = user_entry(
+                f"e{self.counter}",
+                timestamp="2026-01-02T00:00:00Z",
+                parent=parent,
+                text=f"{word} x{self.counter} {word}_{other}.py",
+            )
             parent = entry["id"]
             out.append(entry)
         return out

@@ -17,17 +17,7 @@ from sessiond.search import index as ix
 from sessiond.search.database import open_index
 from sessiond.search.index import FileMeta, Filters, Signature
 from sessiond.search.query import decode_cursor, encode_cursor, substring_needle, words_match
-
-
-def _message(eid: str, text: str) -> dict[str, object]:
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": None,
-        "timestamp": "2026-03-01T10:00:00Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
-
+from tests.search.conftest import user_entry
 
 TEXTS = {
     "a": "the parse_leaf_id helper walks the tree",
@@ -43,7 +33,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]
     conn = open_index(path)
     meta = FileMeta("/x.jsonl", "sessiond", "pi", "s1", "/p", "t", "d")
     conn.execute("BEGIN")
-    ix.replace_file(conn, meta, Signature(1, 1, 1, 1), [_message(k, v) for k, v in TEXTS.items()])
+    ix.replace_file(conn, meta, Signature(1, 1, 1, 1), [user_entry(k, v) for k, v in TEXTS.items()])
     conn.execute("COMMIT")
     yield conn
     conn.close()

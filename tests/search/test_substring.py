@@ -18,25 +18,16 @@ from sessiond.search.database import open_index
 from sessiond.search.index import FileMeta, Filters, Signature
 from sessiond.search.nodes import load as load_nodes
 from sessiond.search.query import ascii_lower
+from tests.search.conftest import user_entry
 
 ALPHABET = [*"abceABCE019_-. /:éÉßİ日😀→²ǅ\u0301\ue000", "abc", "Bca", "xyz", "ABCx"]
 _text = st.lists(st.sampled_from(ALPHABET), max_size=12).map("".join)
 
 
-def _message(eid: str, text: str) -> dict[str, object]:
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": None,
-        "timestamp": "2026-03-01T10:00:00Z",
-        "message": {"role": "user", "content": text, "timestamp": 1},
-    }
-
-
 def _index(db: sqlite3.Connection, path: str, texts: list[str]) -> None:
     meta = FileMeta(path, "sessiond", "pi", path, "/p", "t", None)
     db.execute("BEGIN")
-    ix.replace_file(db, meta, Signature(1, 1, 1, 1), [_message(f"e{i}", t) for i, t in enumerate(texts)])
+    ix.replace_file(db, meta, Signature(1, 1, 1, 1), [user_entry(f"e{i}", t) for i, t in enumerate(texts)])
     db.execute("COMMIT")
 
 
@@ -106,10 +97,10 @@ def test_entries_indexed_again_read_their_new_texts(tmp_path: Path) -> None:
         _index(db, "/a.jsonl", ["first text"])
         for batch in (["e1", "e2"], ["e3", "e4"]):
             db.execute("BEGIN")
-            ix.add_entries(db, "/a.jsonl", [_message(e, f"old {e} text") for e in batch], None, None, None)
+            ix.add_entries(db, "/a.jsonl", [user_entry(e, f"old {e} text") for e in batch], None, None, None)
             db.execute("COMMIT")
         db.execute("BEGIN")  # e2 to e4 again, in one batch: their texts get ids from e2's on
-        again = [_message(e, f"new {e} words") for e in ("e2", "e3", "e4")]
+        again = [user_entry(e, f"new {e} words") for e in ("e2", "e3", "e4")]
         ix.add_entries(db, "/a.jsonl", again, None, None, None)
         db.execute("COMMIT")
         ids = load_nodes(db, 1).ids  # the file's entries, in order: docs.ent is a place in it

@@ -10,7 +10,7 @@ Images and signatures are never indexed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
@@ -87,17 +87,15 @@ def _tool_call_text(block: dict[str, Any]) -> str:
     return _clip(f"{name if type(name) is str else ''} {encoded}".strip(), TOOL_TEXT_CHARS)
 
 
-def _message_docs(message: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+def _message_docs(message: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """A message's texts as ``(role, kind, text)``, empty ones included (the caller drops them)."""
     role = message.get("role")
-    if role in ("user", "custom"):
-        yield str(role), "text", _clip(_blocks_text(message.get("content")), TEXT_CHARS)
-    elif role == "assistant":
+    if role == "assistant":
         content = message.get("content")
         if type(content) is str:
-            yield "assistant", "text", _clip(content, TEXT_CHARS)
-            return
+            return [("assistant", "text", content[:TEXT_CHARS])]
         if type(content) is not list:
-            return
+            return []
         texts: list[str] = []
         thinking: list[str] = []
         calls: list[str] = []
@@ -105,30 +103,65 @@ def _message_docs(message: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
             if type(block) is not dict:
                 continue
             kind = block.get("type")
-            if kind == "text" and type(block.get("text")) is str:
-                texts.append(block["text"])
-            elif kind == "thinking" and type(block.get("thinking")) is str:
-                thinking.append(block["thinking"])
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is str:
+                    texts.append(text)
+            elif kind == "thinking":
+                text = block.get("thinking")
+                if type(text) is str:
+                    thinking.append(text)
             elif kind == "toolCall":
                 calls.append(_tool_call_text(block))
-        yield "assistant", "text", _clip("\n".join(texts), TEXT_CHARS)
-        yield "assistant", "thinking", _clip("\n".join(thinking), TEXT_CHARS)
-        yield "assistant", "toolCall", "\n".join(calls)
+        found = [
+            ("assistant", "text", "\n".join(texts)[:TEXT_CHARS]),
+            ("assistant", "thinking", "\n".join(thinking)[:TEXT_CHARS]),
+            ("assistant", "toolCall", "\n".join(calls)),
+        ]
         error = message.get("errorMessage")
         if type(error) is str:
-            yield "assistant", "error", _clip(error, TOOL_TEXT_CHARS)
-    elif role == "toolResult":
+            found.append(("assistant", "error", error[:TOOL_TEXT_CHARS]))
+        return found
+    if role == "toolResult":
         name = message.get("toolName")
         text = _blocks_text(message.get("content"))
         prefix = f"{name}: " if type(name) is str and name else ""
-        yield "toolResult", "toolResult", _clip(prefix + text, TOOL_TEXT_CHARS)
-    elif role == "bashExecution":
+        return [("toolResult", "toolResult", (prefix + text)[:TOOL_TEXT_CHARS])]
+    if role in ("user", "custom"):
+        return [(str(role), "text", _blocks_text(message.get("content"))[:TEXT_CHARS])]
+    if role == "bashExecution":
         command, output = message.get("command"), message.get("output")
-        yield "bashExecution", "toolCall", _clip(command if type(command) is str else "", TOOL_TEXT_CHARS)
-        yield "bashExecution", "toolResult", _clip(output if type(output) is str else "", TOOL_TEXT_CHARS)
-    elif role in ("branchSummary", "compactionSummary"):
+        return [
+            ("bashExecution", "toolCall", command[:TOOL_TEXT_CHARS] if type(command) is str else ""),
+            ("bashExecution", "toolResult", output[:TOOL_TEXT_CHARS] if type(output) is str else ""),
+        ]
+    if role in ("branchSummary", "compactionSummary"):
         summary = message.get("summary")
-        yield str(role), "summary", _clip(summary if type(summary) is str else "", TEXT_CHARS)
+        return [(str(role), "summary", summary[:TEXT_CHARS] if type(summary) is str else "")]
+    return []
+
+
+def _found(entry: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """An entry's ``(role, kind, text)`` (see :func:`entry_docs`)."""
+    t = entry.get("type")
+    if t == "message":
+        message = entry.get("message")
+        return _message_docs(message) if type(message) is dict else []
+    if t == "custom_message":
+        return [("custom", "text", _blocks_text(entry.get("content"))[:TEXT_CHARS])]
+    if t == "compaction":
+        summary = entry.get("summary")
+        return [("compactionSummary", "summary", summary if type(summary) is str else "")]
+    if t == "branch_summary":
+        summary = entry.get("summary")
+        return [("branchSummary", "summary", summary if type(summary) is str else "")]
+    if t == "session_info":
+        name = entry.get("name")
+        return [("session", "title", name if type(name) is str else "")]
+    if t == "label":
+        label = entry.get("label")
+        return [("session", "label", label if type(label) is str else "")]
+    return []
 
 
 def entry_docs(entry: Any) -> list[Doc]:
@@ -138,26 +171,7 @@ def entry_docs(entry: Any) -> list[Doc]:
     entry_id = entry.get("id")
     if type(entry_id) is not str:
         return []
-    t = entry.get("type")
-    found: list[tuple[str, str, str]] = []
-    if t == "message":
-        message = entry.get("message")
-        if type(message) is dict:
-            found = list(_message_docs(message))
-    elif t == "custom_message":
-        found = [("custom", "text", _clip(_blocks_text(entry.get("content")), TEXT_CHARS))]
-    elif t == "compaction":
-        summary = entry.get("summary")
-        found = [("compactionSummary", "summary", summary if type(summary) is str else "")]
-    elif t == "branch_summary":
-        summary = entry.get("summary")
-        found = [("branchSummary", "summary", summary if type(summary) is str else "")]
-    elif t == "session_info":
-        name = entry.get("name")
-        found = [("session", "title", name if type(name) is str else "")]
-    elif t == "label":
-        label = entry.get("label")
-        found = [("session", "label", label if type(label) is str else "")]
+    found = _found(entry)
     if not found:
         return []
     ts = timestamp_ms(entry.get("timestamp"))
@@ -167,3 +181,32 @@ def entry_docs(entry: Any) -> list[Doc]:
 def parent_of(entry: Any) -> str | None:
     parent = entry.get("parentId") if type(entry) is dict else None
     return parent if type(parent) is str else None
+
+
+def file_docs(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
+    """The docs of a file's entries and each entry's ``(id, parent id)``, in entry order: the
+    last line carrying an id is the entry (Pi's rule), placed where that last line is.
+
+    :func:`entry_docs` and :func:`parent_of` over every entry, in one loop (a first build runs
+    it on every entry of every file: a call and a dict lookup less per entry count)."""
+    listed = [e for e in entries if type(e) is dict and type(e.get("id")) is str]
+    ids = [e["id"] for e in listed]
+    last = dict(zip(ids, listed, strict=True))
+    if len(last) != len(listed):  # an id repeated: its entry moves to its last line
+        last = {}
+        for entry_id, entry in zip(ids, listed, strict=True):
+            last.pop(entry_id, None)
+            last[entry_id] = entry
+    docs: list[Doc] = []
+    nodes: list[tuple[str, str | None]] = []
+    add_doc, add_node, new = docs.append, nodes.append, tuple.__new__
+    for entry_id, entry in last.items():
+        parent = entry.get("parentId")
+        add_node((entry_id, parent if type(parent) is str else None))
+        found = _found(entry)
+        if found:
+            ts = timestamp_ms(entry.get("timestamp"))
+            for role, kind, text in found:
+                if text and not text.isspace():
+                    add_doc(new(Doc, (entry_id, role, kind, text, ts)))  # Doc(...) without its __new__
+    return docs, nodes

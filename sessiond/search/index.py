@@ -21,7 +21,8 @@ from typing import Any, Final, NamedTuple
 
 from . import blocks
 from . import nodes as entry_nodes
-from .extract import ROLES, Doc, entry_docs, parent_of
+from .extract import ROLES, Doc
+from .extract import file_docs as extract_file_docs
 from .query import MIN_SUBSTRING, Piece, substring_pieces
 
 MATCH_CAP: Final = 1000
@@ -96,17 +97,7 @@ class Page:
 
 
 def _docs_of(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
-    last: dict[str, Any] = {}
-    for entry in entries:
-        if type(entry) is dict and type(entry.get("id")) is str:
-            last.pop(entry["id"], None)  # the last line carrying an id is the entry (Pi's rule)
-            last[entry["id"]] = entry
-    docs: list[Doc] = []
-    nodes: list[tuple[str, str | None]] = []
-    for entry_id, entry in last.items():
-        nodes.append((entry_id, parent_of(entry)))
-        docs.extend(entry_docs(entry))
-    return docs, nodes
+    return extract_file_docs(entries)
 
 
 def first_user_text(docs: Sequence[Doc], limit: int = 80) -> str:

@@ -32,7 +32,6 @@ from ..search.index import Filters, Hit, Signature
 from ..search.query import decode_cursor, encode_cursor, parse_time, substring_needle, words_match
 from ..search.readers import FILE_AGENTS, open_for_index
 from ..search.resume import resume_command
-from ..store.codex import CodexSession
 from ..store.opencode import (
     DB_NAME,
     OpenCodeDatabase,
@@ -131,11 +130,9 @@ class CatalogSource(SessionSource):
 
     def open(self, file: SourceFile, *, follow: bool = False) -> Any:
         path = Path(file.path)
-        if file.agent == "codex" and follow:
-            return CodexSession.open(path)
         if file.agent == "opencode":
             return OpenCodeSession.open(path)
-        return open_for_index(file.agent, path)
+        return open_for_index(file.agent, path, follow=follow)
 
 
 def _signature_of(value: Any, count: int, newest: Any) -> Signature:

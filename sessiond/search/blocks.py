@@ -117,14 +117,12 @@ def token_counts(encoded: Iterable[bytes]) -> dict[str, int]:
     Counted on bytes, and each distinct token decoded once; an ASCII token (of letters and
     digits only, after the translation) of 3 or more is kept without a regular expression."""
     counts = Counter(b"\n".join(encoded).translate(_TOKEN_BYTES).split())
-    out: dict[str, int] = {}
-    for t, n in counts.items():
-        if len(t) >= 3:
-            if t.isascii():
-                out[t.decode("ascii")] = n
-            elif _GRAM.search(t):
-                out[t.decode("utf-8", "surrogatepass")] = n
-    return out
+    gram = _GRAM.search
+    return {
+        t.decode("utf-8", "surrogatepass"): n
+        for t, n in counts.items()
+        if len(t) > 2 and (t.isascii() or gram(t))
+    }
 
 
 def register(db: sqlite3.Connection) -> None:

@@ -141,11 +141,15 @@ class Prepared(NamedTuple):
 
 def prepare(docs: Sequence[Doc]) -> Prepared:
     """The database-free part of inserting ``docs`` (in :func:`_insert` when not made before)."""
-    texts = [_unmarked(d.text) for d in docs]
-    encoded = [blocks.encode(t) for t in texts]
+    texts = [d[3] for d in docs]
+    if any(START in t or END in t for t in texts):
+        texts = [_unmarked(t) for t in texts]
+    # blocks.encode and blocks.plain's ASCII case inline: a first build calls them on every text
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    plain = blocks.plain
     return Prepared(
         texts,
-        [blocks.plain(t) for t in texts],
+        [True if t.isascii() else plain(t) for t in texts],
         [(start, blocks.pack(part)) for start, part in blocks.split(0, encoded)],
         blocks.token_counts(encoded),
     )

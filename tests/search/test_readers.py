@@ -1,6 +1,7 @@
 """The first build's light readers index what the daemon's readers serve: a Codex rollout read
 by :func:`read_codex` gives the same entries, leaf, id, cwd and title as ``CodexSession``
-(every rollout of tests/fixtures/codex, forks and compactions included), a Claude Code
+(every rollout of tests/fixtures/codex, forks, compactions and rollbacks included: the
+``event_msg`` lines it leaves unparsed must be none of those the tree is made of), a Claude Code
 transcript read by :func:`read_claude` the same entries, leaf, id, cwd and title as
 ``ClaudeSession`` (every transcript of tests/fixtures: sub-agents, compactions, parallel tool
 results), and a transcript with a line over the line limit is left to ``ClaudeSession``."""

@@ -113,11 +113,13 @@ def _message_docs(message: dict[str, Any]) -> list[tuple[str, str, str]]:
                     thinking.append(text)
             elif kind == "toolCall":
                 calls.append(_tool_call_text(block))
-        found = [
-            ("assistant", "text", "\n".join(texts)[:TEXT_CHARS]),
-            ("assistant", "thinking", "\n".join(thinking)[:TEXT_CHARS]),
-            ("assistant", "toolCall", "\n".join(calls)),
-        ]
+        found = []  # a kind with no block would be an empty text: none (the caller drops those)
+        if texts:
+            found.append(("assistant", "text", "\n".join(texts)[:TEXT_CHARS]))
+        if thinking:
+            found.append(("assistant", "thinking", "\n".join(thinking)[:TEXT_CHARS]))
+        if calls:
+            found.append(("assistant", "toolCall", "\n".join(calls)))
         error = message.get("errorMessage")
         if type(error) is str:
             found.append(("assistant", "error", error[:TOOL_TEXT_CHARS]))

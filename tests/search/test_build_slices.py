@@ -55,11 +55,17 @@ def test_an_event_ends_the_build_slice(tmp_path: Path) -> None:
 
 
 def _merging(path: Path) -> dict[str, int]:
+    """The FTS5 settings of the word index, after checking the trigram index has the same."""
     db = connect(path, readonly=True)
     try:
-        return dict(db.execute("SELECT k, v FROM words_config WHERE k != 'version'").fetchall())
+        words, grams = (
+            dict(db.execute(f"SELECT k, v FROM {table}_config WHERE k != 'version'").fetchall())
+            for table in ("words", "vgrams")
+        )
     finally:
         db.close()
+    assert words == grams
+    return words
 
 
 def _build(path: Path, source: FixtureSource) -> list[dict[str, int]]:

@@ -36,7 +36,7 @@ from typing import Any, Final, Protocol
 from ..errors import InvalidArgumentError
 from ..store.regular import open_regular
 from . import index as ix
-from .database import FILE_NAME, connect, discard, open_index
+from .database import FILE_NAME, connect, discard, merging, open_index
 from .extract import Doc
 from .index import FileMeta, Filters, Page, Signature
 from .readahead import ReadAhead, ReadFile
@@ -686,6 +686,7 @@ class SearchEngine:
         if len(self._pending) > 1:
             self._ahead = self._start_read_ahead(list(reversed(self._pending)), sizes)
         self._building = bool(self._pending)
+        merging(db, building=self._building)
         self.progress = (0, len(self._pending)) if self._pending else None
         if self._pending:
             log.info("search: indexing %d session files", len(self._pending))
@@ -728,6 +729,7 @@ class SearchEngine:
             self._stop_read_ahead()
             if self._building:
                 log.info("search: index built (%d session files)", self.progress[1] if self.progress else 0)
+                merging(db, building=False)
                 self._optimize()  # still "indexing" meanwhile: the CLI's bar waits for it too
             self._building = False
             self.progress = None

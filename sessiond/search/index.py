@@ -621,6 +621,45 @@ def _ranged_matches(
     return [(*r, scores.get(r[0], 0.0)) for r in rows]
 
 
+def _ranked_key(row: tuple[Any, ...]) -> tuple[float, int, int]:
+    """A words hit ``(id, ts, fid, bm25)``'s place: best score first, then newest, then last read."""
+    return (row[3], -row[1], -row[0])
+
+
+def _unfiltered_page(
+    db: sqlite3.Connection, match: str, offset: int, limit: int, budget: _Budget
+) -> tuple[int, list[Any]]:
+    """How many texts a words query without filters ranks, and its page, ordered by
+    :func:`_ranked_key` as the filtered queries are, with fewer rows read.
+
+    The matches are ranked by ``bm25`` alone, without joining each to its ``docs`` row for
+    its time (a quarter of a phrase query on the 1 GiB benchmark: ~2 ms for 1,000 matches):
+    times are read only for the rows whose score ties with one of the page's, the only ones
+    whose order they can change (texts of equal score — the same short text sent again, say —
+    go newest first). A row with no ``docs`` row (none in one snapshot) is left out."""
+    sql = "SELECT rowid, bm25(words) FROM words WHERE words MATCH ? ORDER BY rowid DESC LIMIT ?"
+    scored = _matches(db, sql, [match, MATCH_CAP], budget)
+    if offset >= len(scored):
+        return len(scored), []
+    scored.sort(key=lambda r: r[1])
+    lo, hi = offset, min(offset + limit, len(scored)) - 1
+    while lo > 0 and scored[lo - 1][1] == scored[offset][1]:
+        lo -= 1
+    while hi + 1 < len(scored) and scored[hi + 1][1] == scored[hi][1]:
+        hi += 1
+    tied = scored[lo : hi + 1]
+    placed = {
+        int(r[0]): r[1:]
+        for r in db.execute(
+            f"SELECT id, ts, fid FROM docs WHERE id IN ({','.join('?' * len(tied))})", [r[0] for r in tied]
+        )
+    }
+    rows = [(i, *placed[i], score) for i, score in tied if i in placed]
+    rows.sort(key=_ranked_key)
+    missing = len(tied) - len(rows)
+    return len(scored) - missing, rows[offset - lo : offset - lo + limit]
+
+
 def search(
     db: sqlite3.Connection,
     *,
@@ -668,25 +707,28 @@ def _search(
     where, args = _filter_sql(filters)
     file_where = _file_filter_sql(filters)[0]
     budget = _Budget(budget_s)
-    if match is not None:
-        ranged = _ranged_matches(db, match, filters, budget)
-        if ranged is not None:
-            rows = ranged
-        else:
-            files = " JOIN files f ON f.fid = d.fid" if file_where else ""
-            sql = (
-                f"SELECT {_HIT_COLUMNS}, bm25(words) FROM words JOIN docs d ON d.id = words.rowid"
-                f"{files} WHERE words MATCH ?{where} ORDER BY words.rowid DESC LIMIT ?"
-            )
-            rows = _matches(db, sql, [match, *args, MATCH_CAP], budget)
-        rows.sort(key=lambda r: (r[3], -r[1], -r[0]))
+    if match is not None and not where:
+        total, chosen = _unfiltered_page(db, match, offset, limit, budget)
     else:
-        assert needle is not None
-        rows = _substring_matches(db, needle, filters, budget)
-        rows.sort(key=lambda r: (-r[1], -r[0]))
-    page = Page(total=len(rows), cut=budget.expired)
-    chosen = rows[offset : offset + limit]
-    if offset + limit < len(rows):
+        if match is not None:
+            ranged = _ranged_matches(db, match, filters, budget)
+            if ranged is not None:
+                rows = ranged
+            else:
+                files = " JOIN files f ON f.fid = d.fid" if file_where else ""
+                sql = (
+                    f"SELECT {_HIT_COLUMNS}, bm25(words) FROM words JOIN docs d ON d.id = words.rowid"
+                    f"{files} WHERE words MATCH ?{where} ORDER BY words.rowid DESC LIMIT ?"
+                )
+                rows = _matches(db, sql, [match, *args, MATCH_CAP], budget)
+            rows.sort(key=_ranked_key)
+        else:
+            assert needle is not None
+            rows = _substring_matches(db, needle, filters, budget)
+            rows.sort(key=lambda r: (-r[1], -r[0]))
+        total, chosen = len(rows), rows[offset : offset + limit]
+    page = Page(total=total, cut=budget.expired)
+    if offset + limit < total:
         page.next_offset = offset + limit
     if not chosen:
         return page

@@ -28,6 +28,7 @@ import marshal
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Final, Protocol
@@ -40,6 +41,9 @@ from .worker import FRAME, MARSHAL_VERSION
 log = logging.getLogger("sessiond.search")
 
 KILL_WAIT_S: Final = 5.0
+EXIT_WAIT_S: Final = 1.0
+LAST_WORDS: Final = 300
+"""Characters of a failed reading process's last line of standard error the log keeps."""
 WORKERS: Final = max(1, min(2, os.cpu_count() or 1))
 """Reading processes of a build: two on a machine with two cores or more (the writer, at
 about half the build's CPU, then takes its share of a core and the two workers the rest;
@@ -72,14 +76,20 @@ class _Worker:
         self._finish = finish
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            COMMAND,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            close_fds=True,
-        )
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the process's: closed by stop()
+        """What the process says when it fails (a Python traceback): its last line is logged."""
+        try:
+            self.proc = subprocess.Popen(
+                COMMAND,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=env,
+                close_fds=True,
+            )
+        except BaseException:
+            self._stderr.close()
+            raise
         self.broken = False
         """It failed or ended early: the writer reads the files it has not sent."""
         self.stopping = False
@@ -106,13 +116,17 @@ class _Worker:
             payload = marshal.loads(_read_exactly(out, FRAME.unpack(_read_exactly(out, FRAME.size))[0]))
         except (OSError, EOFError, ValueError, TypeError) as exc:
             self.broken = True
-            code = self.proc.poll()
             if self.stopping:
                 raise OSError("the build stopped reading") from None
+            try:  # its output ended: it is exiting (a moment for its exit code)
+                code: int | None = self.proc.wait(EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                code = None
             log.warning(
-                "search: the build's reading process stopped (%s, exit code %s): the writer reads the rest",
+                "search: the build's reading process stopped (%s, exit code %s%s): the writer reads the rest",
                 exc,
                 code,
+                self._last_words(),
             )
             raise OSError("the reading process ended") from None
         path, signature, found = payload
@@ -126,6 +140,22 @@ class _Worker:
         sig = Signature(*signature)
         return self._finish(file, sig, sid, cwd, name, leaf, made, nodes, Prepared._make(prepared))
 
+    def _last_words(self) -> str:
+        """``; it said: …`` with the last line the process wrote to its standard error (an
+        exception's type and message end a traceback), cut to :data:`LAST_WORDS` characters;
+        empty when it wrote nothing."""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - 4096))
+            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        if not lines:
+            return ""
+        last = lines[-1].strip()
+        return f"; it said: {last[:LAST_WORDS]}{'…' if len(last) > LAST_WORDS else ''}"
+
     def stop(self) -> None:
         self.stopping = True
         if self.proc.poll() is None:
@@ -137,6 +167,7 @@ class _Worker:
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 pipe.close()
+        self._stderr.close()
 
 
 def _read_exactly(stream: IO[bytes], n: int) -> bytes:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessiond.search import engine as engine_module
+from sessiond.search.database import BUILD_MERGING, STEADY_MERGING, connect, merging
 from sessiond.search.engine import SearchEngine
 from sessiond.search.index import Signature
 
@@ -51,3 +52,56 @@ def test_an_event_ends_the_build_slice(tmp_path: Path) -> None:
     assert source.sent
     assert slices[0] == (1, len(FILES))  # the event came in during the first file: it went next
     assert slices[-1] == (len(FILES), len(FILES))
+
+
+def _merging(path: Path) -> dict[str, int]:
+    """The FTS5 settings of the word index, after checking the trigram index has the same."""
+    db = connect(path, readonly=True)
+    try:
+        words, grams = (
+            dict(db.execute(f"SELECT k, v FROM {table}_config WHERE k != 'version'").fetchall())
+            for table in ("words", "vgrams")
+        )
+    finally:
+        db.close()
+    assert words == grams
+    return words
+
+
+def _build(path: Path, source: FixtureSource) -> list[dict[str, int]]:
+    """Build ``path`` from ``source``, with the word index's merge settings seen at each slice."""
+    seen: list[dict[str, int]] = []
+    engine = SearchEngine(path, source)
+    engine.on_progress = lambda done, total: seen.append(_merging(path))
+    engine.start()
+    try:
+        engine.flush()
+        deadline = time.monotonic() + 120  # only a bound for "it finished at all"
+        while engine.progress is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        engine.flush()
+    finally:
+        engine.close()
+    return seen
+
+
+def test_a_build_merges_in_bigger_steps_and_then_goes_back_to_fts5s_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)
+        during = _build(path, FixtureSource())
+    assert during and all(seen == dict(BUILD_MERGING) for seen in during)
+    assert _merging(path) == dict(STEADY_MERGING)
+
+
+def test_a_build_that_stopped_half_way_gets_its_settings_back_at_the_next_start(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite3"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)
+        _build(path, FixtureSource())
+        db = connect(path)
+        merging(db, building=True)  # what a build killed half way leaves
+        db.close()
+        assert _merging(path) == dict(BUILD_MERGING)
+        assert _build(path, FixtureSource()) == []  # nothing changed: no build
+    assert _merging(path) == dict(STEADY_MERGING)

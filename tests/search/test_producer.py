@@ -182,3 +182,38 @@ def test_a_worker_that_cannot_start_leaves_no_process(
     with pytest.raises(OSError, match="no more processes"):
         WorkerReadAhead(FILES, engine._read_file, FILE_AGENTS, 2)
     assert started and started[0].proc.poll() is not None
+
+
+def test_a_worker_that_dies_has_its_last_words_logged(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    reference: dict[str, Any],
+) -> None:
+    """What a dying reading process wrote last (a traceback's last line) is in the daemon's log,
+    with its exit code, instead of nothing: its standard error went to /dev/null."""
+    monkeypatch.setattr(
+        producer,
+        "COMMAND",
+        [
+            sys.executable,
+            "-c",
+            "import marshal, os, sys; from sessiond.search import worker; "
+            "jobs = marshal.loads(sys.stdin.buffer.read()); "
+            "worker.serve(jobs[:2], sys.stdout.buffer); sys.stdout.flush(); "
+            "sys.stderr.write('Traceback (most recent call last):\\n  File x\\n"
+            "MemoryError: the worker ran out ' + 'x' * 400 + '\\n'); sys.stderr.flush(); os._exit(7)",
+        ],
+    )
+    caplog.set_level("WARNING", logger="sessiond.search")
+    built = _build(tmp_path / "index.sqlite3", worker=True)
+    try:
+        assert _hits(built) == reference  # the writer read the rest
+    finally:
+        built.close()
+    said = [r.getMessage() for r in caplog.records if "reading process stopped" in r.getMessage()]
+    assert len(said) == producer.WORKERS, said  # each of them died so
+    for line in said:
+        assert "exit code 7" in line
+        assert "; it said: MemoryError: the worker ran out xxx" in line
+        assert line.count("x") < 400 and "…" in line  # cut to LAST_WORDS characters

@@ -129,8 +129,8 @@ def merging(db: sqlite3.Connection, *, building: bool) -> None:
     them are there: a build's postings were written about four times over (flushes of 1 MiB
     every few hundred texts, then merges of merges), and its final ``optimize`` once more.
     With one segment per commit of a build slice and merges of 16, the build's inserts took
-    a quarter less of the writer's CPU (the 1 GiB benchmark's inserts replayed alone: 21.4 →
-    16.5 s on average, 3-4 runs each) for the same index after ``optimize``; a query during
+    a quarter less of the writer's CPU (the 1 GiB benchmark's inserts replayed alone: 21.7 →
+    16.6 s on average, 5 and 4 runs) for the same index after ``optimize``; a query during
     the build reads at most 16 segments a level. The vocabulary's trigram index, which gets
     the new tokens of each build slice, likewise (its inserts 1.40 → 1.13 s). The settings
     are kept in the index (``words_config``, ``vgrams_config``): a build that stopped half

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,18 +52,37 @@ def codex_home_of(path: Path) -> Path | None:
     return None
 
 
+_TITLES: dict[Path, tuple[tuple[int, int, int], dict[str, str]]] = {}
+"""Each Codex home's ``session_index.jsonl`` parsed, with the inode, size and mtime it had."""
+_SETTLED_NS: Final = 2_000_000_000
+"""How old an index's mtime must be for its parse to be kept: a file written again within the
+clock's granularity could keep its size and mtime (git's "racily clean" files)."""
+
+
 def read_title(path: Path, session_id: str | None) -> str | None:
-    """The thread's name from ``session_index.jsonl`` next to its sessions directory."""
+    """The thread's name from ``session_index.jsonl`` next to its sessions directory.
+
+    The index is parsed once per change, not once per rollout: a first build reads every rollout
+    of a home, and each read it whole again (the reads of a home of N named threads grew as N²)."""
     from ..formats.codex import parse_session_index  # noqa: PLC0415 (keeps the import local to titles)
 
     home = codex_home_of(path)
     if home is None or session_id is None:
         return None
+    index = home / INDEX_FILE
     try:
-        data = (home / INDEX_FILE).read_bytes()
+        st = os.stat(index)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _TITLES.get(index)
+        if cached is not None and cached[0] == stamp:
+            return cached[1].get(session_id)
+        data = index.read_bytes()
     except OSError:
         return None
-    return parse_session_index(data).get(session_id)
+    titles = parse_session_index(data)
+    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _TITLES[index] = (stamp, titles)
+    return titles.get(session_id)
 
 
 class _Diagnostics:

@@ -65,7 +65,12 @@ def _mode(path: Path) -> int | None:
         return None
 
 
-def _check_private_dir(checks: Checks, name: str, path: Path, what: str, *, missing: str) -> None:
+def _check_private_dir(
+    checks: Checks, name: str, path: Path, what: str, *, missing: str, may_be_shared: bool = False
+) -> None:
+    """``may_be_shared``: a directory with the sticky bit (``/tmp``) is a warning, not a failure
+    with "chmod 700" as the advice — that would take it away from every other user; what is in
+    it stays private by its own mode (the daemon leaves such a directory as it is)."""
     mode = _mode(path)
     if mode is None:
         detail = f"{path} does not exist yet ({missing})"
@@ -73,7 +78,13 @@ def _check_private_dir(checks: Checks, name: str, path: Path, what: str, *, miss
         return
     owner_ok = path.stat().st_uid == os.getuid()
     data = {"path": str(path), "exists": True, "mode": f"{mode:04o}"}
-    if not owner_ok:
+    if may_be_shared and mode & stat.S_ISVTX:
+        detail = (
+            f"{path} is shared ({mode:04o}): what sessiond puts there stays private by its own mode, "
+            "but a directory of its own is safer (another user could take the socket's name first)"
+        )
+        checks.add(name, "warn", detail, **data)
+    elif not owner_ok:
         checks.add(name, "fail", f"{path} belongs to another user", **data)
     elif mode & 0o077:
         detail = f"{path} is {mode:04o}: {what} must be private; run chmod 700 {path}"
@@ -301,7 +312,12 @@ async def cmd_doctor(args: argparse.Namespace, out: Output) -> int:
     checks.add("config", "ok", f"config file: {source}", file=file)
     _check_private_dir(checks, "store", config.root, "the store", missing="created when the daemon starts")
     _check_private_dir(
-        checks, "socket dir", config.run_dir, "the socket's directory", missing="created by the daemon"
+        checks,
+        "socket dir",
+        config.run_dir,
+        "the socket's directory",
+        missing="created by the daemon",
+        may_be_shared=True,
     )
     status, detail, data = await _probe_daemon(config.socket)
     checks.add("daemon", status, detail, socket=str(config.socket), reachable=bool(data), **data)

@@ -41,6 +41,7 @@ from ..net.loopback import parse_loopback
 from ..service.config import Config, ConfigError
 from ..service.service import Service
 from ..store.bounded import set_line_limit
+from ..store.private import private_dir
 from .auth import Credentials
 from .connection import Connection
 from .methods import HANDLERS
@@ -457,9 +458,7 @@ class Daemon:
         length = len(os.fsencode(path))
         if length > SocketPathTooLongError.LIMIT:
             raise SocketPathTooLongError(path, length)
-        directory = path.parent
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(directory, 0o700)
+        private_dir(path.parent)
         if path.is_socket() and _socket_answers(path):
             raise SocketInUseError(path)
         if path.exists() or path.is_symlink():

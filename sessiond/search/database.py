@@ -48,6 +48,7 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
+from ..store.private import private_dir
 from . import blocks
 
 log = logging.getLogger("sessiond.search")
@@ -146,8 +147,7 @@ class IndexUnusable(Exception):
 
 
 def _private_file(path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    private_dir(path.parent)
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     os.close(fd)
     os.chmod(path, 0o600)

@@ -125,3 +125,24 @@ def test_help_lists_the_commands(cli: Cli) -> None:
     )
     for command in commands:
         assert f"    {command} " in r.stdout or f"    {command}\n" in r.stdout, command
+
+
+def test_doctor_does_not_tell_anyone_to_chmod_a_shared_directory(tmp_path: Path) -> None:
+    """A socket put in /tmp-like directory (sticky, everyone writes): a warning, never "chmod 700"
+    (which would take /tmp away from every other user), and no failure."""
+    env = isolated_env(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    r = run_plain("doctor", "--json", "--socket", str(shared / "sessiond.sock"), env=env)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    socket_dir = checks["socket dir"]
+    assert socket_dir["status"] == "warn" and socket_dir["mode"] == "1777"
+    assert "shared" in socket_dir["detail"] and "chmod" not in socket_dir["detail"]
+    assert shared.stat().st_mode & 0o7777 == 0o1777  # doctor changes nothing
+    left_open = tmp_path / "run"
+    left_open.mkdir(mode=0o755)
+    left_open.chmod(0o755)
+    r = run_plain("doctor", "--json", "--socket", str(left_open / "sessiond.sock"), env=env)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["socket dir"]["status"] == "fail" and "chmod 700" in checks["socket dir"]["detail"]

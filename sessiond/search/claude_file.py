@@ -15,32 +15,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from ..formats.claude_code.live import LiveTranscript
 from ..store.bounded import BoundedLines, describe_claude
 from ..store.regular import open_regular_fd
+from .file_read import FileRead
 
 
-class ClaudeFile:
-    """What the engine reads of a transcript (``OpenedSession`` without ``ingest``), with the
-    id, cwd, name and leaf ``ClaudeSession`` gives it."""
-
-    def __init__(self, session_id: str, cwd: str, name: str | None, entries: list[Any], leaf: Any) -> None:
-        self.id = session_id
-        self.cwd = cwd
-        self.name = name
-        self._entries = entries
-        self.leaf_id = leaf
-
-    def entries(self) -> list[Any]:
-        return self._entries
-
-    def close(self) -> None:
-        self._entries = []
-
-
-def read_claude(path: Path) -> ClaudeFile | None:
+def read_claude(path: Path) -> FileRead | None:
     """The transcript's entries as ``ClaudeSession`` serves them, or ``None`` when a line of it
     is over the line limit (its reader's errors are ``ClaudeSession.open``'s)."""
     fd = open_regular_fd(path)
@@ -58,4 +40,4 @@ def read_claude(path: Path) -> ClaudeFile | None:
     ids = {entry.get("id") for entry in entries}
     if leaf is None or leaf not in ids:  # ClaudeSession._set_leaf: else the last entry's
         leaf = entries[-1].get("id") if entries else None
-    return ClaudeFile(t.session_id or Path(t.source).stem, t.cwd or "", t.title(), entries, leaf)
+    return FileRead(t.session_id or Path(t.source).stem, t.cwd or "", t.title(), entries, leaf)

@@ -20,12 +20,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from ..formats.codex import Thread, parse_rollout
 from ..store.bounded import BoundedLines, describe_plain
 from ..store.codex import _id_from_name, load_history_base, read_title, replay
 from ..store.regular import open_regular
+from .file_read import FileRead
 
 _UNINDEXED_EVENTS: Final = re.compile(
     rb'\n\{"timestamp":"[^"\n]*","type":"event_msg","payload":\{"type":"(?!thread_rolled_back")[^\n]*(?=\n)'
@@ -34,24 +35,7 @@ _UNINDEXED_EVENTS: Final = re.compile(
 newline before it). A line in another shape is parsed as before."""
 
 
-class CodexFile:
-    """What the engine reads of a rollout (``OpenedSession`` without ``ingest``)."""
-
-    def __init__(self, session_id: str, cwd: str, name: str | None, entries: list[Any], leaf: Any) -> None:
-        self.id = session_id
-        self.cwd = cwd
-        self.name = name
-        self._entries = entries
-        self.leaf_id = leaf
-
-    def entries(self) -> list[Any]:
-        return self._entries
-
-    def close(self) -> None:
-        self._entries = []
-
-
-def read_codex(path: Path) -> CodexFile:
+def read_codex(path: Path) -> FileRead:
     """The rollout's entries as ``CodexSession`` would serve them (its errors are its reader's)."""
     with open_regular(path) as f:
         st = os.fstat(f.fileno())
@@ -62,7 +46,7 @@ def read_codex(path: Path) -> CodexFile:
     entries = replay(thread, rollout.records, base)
     ids = {e.get("id") for e in entries if type(e) is dict}
     leaf = thread.leaf_id if thread.leaf_id in ids else (entries[-1].get("id") if entries else None)
-    return CodexFile(
+    return FileRead(
         rollout.session_id or _id_from_name(path),
         rollout.cwd or "",
         read_title(path, rollout.session_id),

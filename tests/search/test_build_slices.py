@@ -5,6 +5,7 @@ and FTS5 segments per build) does not delay them."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,18 +38,7 @@ def test_an_event_ends_the_build_slice(tmp_path: Path) -> None:
     slices: list[tuple[int, int]] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)  # the read-ahead thread
-        engine = SearchEngine(tmp_path / "index.sqlite3", source)
-        source.engine = engine
-        engine.on_progress = lambda done, total: slices.append((done, total))
-        engine.start()
-        try:
-            engine.flush()
-            deadline = time.monotonic() + 120  # only a bound for "it finished at all"
-            while engine.progress is not None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            engine.flush()
-        finally:
-            engine.close()
+        _build(tmp_path / "index.sqlite3", source, lambda done, total: slices.append((done, total)))
     assert source.sent
     assert slices[0] == (1, len(FILES))  # the event came in during the first file: it went next
     assert slices[-1] == (len(FILES), len(FILES))
@@ -68,11 +58,13 @@ def _merging(path: Path) -> dict[str, int]:
     return words
 
 
-def _build(path: Path, source: FixtureSource) -> list[dict[str, int]]:
-    """Build ``path`` from ``source``, with the word index's merge settings seen at each slice."""
-    seen: list[dict[str, int]] = []
+def _build(path: Path, source: FixtureSource, on_progress: Callable[[int, int], None]) -> None:
+    """Build ``path`` from ``source`` (told of the engine, if it asks), ``on_progress`` after
+    each slice."""
     engine = SearchEngine(path, source)
-    engine.on_progress = lambda done, total: seen.append(_merging(path))
+    if isinstance(source, EventDuringBuild):
+        source.engine = engine
+    engine.on_progress = on_progress
     engine.start()
     try:
         engine.flush()
@@ -82,6 +74,12 @@ def _build(path: Path, source: FixtureSource) -> list[dict[str, int]]:
         engine.flush()
     finally:
         engine.close()
+
+
+def _merging_seen(path: Path) -> list[dict[str, int]]:
+    """Build ``path`` from the fixtures: the merge settings seen after each slice."""
+    seen: list[dict[str, int]] = []
+    _build(path, FixtureSource(), lambda done, total: seen.append(_merging(path)))
     return seen
 
 
@@ -89,7 +87,7 @@ def test_a_build_merges_in_bigger_steps_and_then_goes_back_to_fts5s_defaults(tmp
     path = tmp_path / "index.sqlite3"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)
-        during = _build(path, FixtureSource())
+        during = _merging_seen(path)
     assert during and all(seen == dict(BUILD_MERGING) for seen in during)
     assert _merging(path) == dict(STEADY_MERGING)
 
@@ -98,10 +96,10 @@ def test_a_build_that_stopped_half_way_gets_its_settings_back_at_the_next_start(
     path = tmp_path / "index.sqlite3"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module, "WORKER_MIN_BYTES", 1 << 60)
-        _build(path, FixtureSource())
+        _merging_seen(path)
         db = connect(path)
         merging(db, building=True)  # what a build killed half way leaves
         db.close()
         assert _merging(path) == dict(BUILD_MERGING)
-        assert _build(path, FixtureSource()) == []  # nothing changed: no build
+        assert _merging_seen(path) == []  # nothing changed: no build
     assert _merging(path) == dict(STEADY_MERGING)

@@ -138,8 +138,10 @@ def merging(db: sqlite3.Connection, *, building: bool) -> None:
     way leaves them, and the next start sets them again for what it has left to build, or
     back to steady when nothing is left."""
     for table in ("words", "vgrams"):
+        stored = dict(db.execute(f"SELECT k, v FROM {table}_config").fetchall())
         for key, value in BUILD_MERGING if building else STEADY_MERGING:
-            db.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (key, value))
+            if stored.get(key) != value:  # a query with watching off looks first: no write then
+                db.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (key, value))
 
 
 class IndexUnusable(Exception):

@@ -103,3 +103,21 @@ def test_a_build_that_stopped_half_way_gets_its_settings_back_at_the_next_start(
         assert _merging(path) == dict(BUILD_MERGING)
         assert _merging_seen(path) == []  # nothing changed: no build
     assert _merging(path) == dict(STEADY_MERGING)
+
+
+def test_the_settings_are_written_only_when_they_change(tmp_path: Path) -> None:
+    """With watching off every query looks at the files first (``_look``): it must not write the
+    settings each time."""
+    db = connect(tmp_path / "index.sqlite3")
+    try:
+        db.executescript(
+            "CREATE VIRTUAL TABLE words USING fts5(text); CREATE VIRTUAL TABLE vgrams USING fts5(tok);"
+        )
+        merging(db, building=False)
+        written = db.total_changes
+        merging(db, building=False)
+        assert db.total_changes == written
+        merging(db, building=True)
+        assert db.total_changes > written
+    finally:
+        db.close()

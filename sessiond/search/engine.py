@@ -574,11 +574,10 @@ class SearchEngine:
             return 0
         self.bytes_read += sig.size
         try:
-            cwd = session.cwd or ""
-            if self._excluded(file, cwd):
+            meta = self._meta(file, *ix.session_fields(session))
+            if meta is None:
                 ix.remove_file(db, file.path)
                 return 0
-            meta = _file_meta(file, session, cwd)
             added = ix.replace_file(db, meta, sig, session.entries())
         except BaseException:
             session.close()
@@ -600,12 +599,11 @@ class SearchEngine:
             return None
         session = self.source.open(file)
         try:
-            leaf = session.leaf_id if type(session.leaf_id) is str else None
+            fields = ix.session_fields(session)
             docs, nodes = ix.file_docs(session.entries())
-            cwd, name = session.cwd or "", session.name or ""
         finally:
             session.close()
-        made = self._read_file(file, sig, str(session.id), cwd, name, leaf, docs, nodes)
+        made = self._read_file(file, sig, *fields, docs, nodes)
         if made.meta is not None:
             made.prepared = ix.prepare(made.docs)
         return made
@@ -624,10 +622,19 @@ class SearchEngine:
     ) -> ReadFile:
         """A read-ahead's result (in this process or the worker's): ``meta`` ``None`` when the
         file is excluded by its cwd."""
-        if self._excluded(file, cwd):
+        meta = self._meta(file, session_id, cwd, name, leaf)
+        if meta is None:
             return ReadFile(file.path, sig, None, [], [])
-        meta = FileMeta(file.path, file.root, file.agent, session_id, cwd, name, leaf)
         return ReadFile(file.path, sig, meta, docs, nodes, prepared)
+
+    def _meta(
+        self, file: SourceFile, session_id: str, cwd: str, name: str, leaf: str | None
+    ) -> FileMeta | None:
+        """A file's row besides its texts (:func:`.index.session_fields`), ``None`` when its cwd
+        is excluded."""
+        if self._excluded(file, cwd):
+            return None
+        return FileMeta(file.path, file.root, file.agent, session_id, cwd, name, leaf)
 
     def _insert_read(self, db: sqlite3.Connection, read: ReadFile) -> None:
         self._drop_tailer(read.path)
@@ -763,10 +770,3 @@ class SearchEngine:
         discard(self.path)
         self._open()
         self._look()
-
-
-def _file_meta(file: SourceFile, session: OpenedSession, cwd: str) -> FileMeta:
-    """What the index keeps of a file besides its texts (the first build's read-ahead and the
-    writer's own read make it alike)."""
-    leaf = session.leaf_id if type(session.leaf_id) is str else None
-    return FileMeta(file.path, file.root, file.agent, str(session.id), cwd, session.name or "", leaf)

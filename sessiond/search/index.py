@@ -22,7 +22,7 @@ from typing import Any, Final, NamedTuple
 from . import blocks
 from . import nodes as entry_nodes
 from .extract import ROLES, Doc
-from .extract import file_docs as extract_file_docs
+from .extract import file_docs as file_docs  # noqa: PLC0414 - the writer's input, made by readers too
 from .query import MIN_SUBSTRING, Piece, substring_pieces
 
 MATCH_CAP: Final = 1000
@@ -94,10 +94,6 @@ class Page:
     next_offset: int | None = None
     cut: bool = False
     """The query used its seconds: the hits are those found until then."""
-
-
-def _docs_of(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
-    return extract_file_docs(entries)
 
 
 def first_user_text(docs: Sequence[Doc], limit: int = 80) -> str:
@@ -355,13 +351,14 @@ were removed first)."""
 
 def replace_file(db: sqlite3.Connection, meta: FileMeta, sig: Signature, entries: Iterable[Any]) -> int:
     """Index a session file whole (its previous rows, if any, go first). Returns the docs added."""
-    return replace_docs(db, meta, sig, *_docs_of(entries))
+    return replace_docs(db, meta, sig, *file_docs(entries))
 
 
-def file_docs(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
-    """A file's texts and parent links, for :func:`replace_docs` (no database needed: the
-    first build's read-ahead thread makes them while the writer inserts the previous file's)."""
-    return _docs_of(entries)
+def session_fields(session: Any) -> tuple[str, str, str, str | None]:
+    """A read session's id, cwd, name and leaf as a file's row keeps them (the writer's own
+    read, the read-ahead thread and the build's reading processes take them alike)."""
+    leaf = session.leaf_id if type(session.leaf_id) is str else None
+    return str(session.id), session.cwd or "", session.name or "", leaf
 
 
 def replace_docs(
@@ -434,7 +431,7 @@ def add_entries(
     if row is None:
         return False
     fid, size, title, tip = row
-    docs, nodes = _docs_of(entries)
+    docs, nodes = file_docs(entries)
     known = entry_nodes.for_append(db, fid)
     present = [known.texts[e] for e, _ in nodes if e in known.index]
     if any(count < 0 for _, count in present):  # seen already, texts not in one run: a scan

@@ -53,8 +53,7 @@ def _read_one(path: str, agent: str) -> tuple[Any, ...]:
         return (path, signature, None)
     try:
         docs, nodes = ix.file_docs(session.entries())
-        leaf = session.leaf_id if type(session.leaf_id) is str else None
-        sid, cwd, name = str(session.id), session.cwd or "", session.name or ""
+        sid, cwd, name, leaf = ix.session_fields(session)
     except Exception:
         return (path, signature, None)
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..formats.claude_code.live import LiveTranscript
 from ..store.bounded import BoundedLines, describe_claude
 from ..store.regular import open_regular_fd
-from .file_read import FileRead
+from .file_read import FileRead, leaf_or_last
 
 
 def read_claude(path: Path) -> FileRead | None:
@@ -36,8 +36,5 @@ def read_claude(path: Path) -> FileRead | None:
         return None
     pi_entry = live.pi_entry
     entries = [pi_entry(record) for _, _, _, record in chain]
-    leaf = live.leaf
-    ids = {entry.get("id") for entry in entries}
-    if leaf is None or leaf not in ids:  # ClaudeSession._set_leaf: else the last entry's
-        leaf = entries[-1].get("id") if entries else None
+    leaf = leaf_or_last(entries, live.leaf)  # as ClaudeSession._set_leaf
     return FileRead(t.session_id or Path(t.source).stem, t.cwd or "", t.title(), entries, leaf)

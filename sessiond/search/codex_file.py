@@ -26,7 +26,7 @@ from ..formats.codex import Thread, parse_rollout
 from ..store.bounded import BoundedLines, describe_plain
 from ..store.codex import _id_from_name, load_history_base, read_title, replay
 from ..store.regular import open_regular
-from .file_read import FileRead
+from .file_read import FileRead, leaf_or_last
 
 _UNINDEXED_EVENTS: Final = re.compile(
     rb'\n\{"timestamp":"[^"\n]*","type":"event_msg","payload":\{"type":"(?!thread_rolled_back")[^\n]*(?=\n)'
@@ -44,8 +44,7 @@ def read_codex(path: Path) -> FileRead:
     thread = Thread()
     base, _ = load_history_base(path, rollout.meta)
     entries = replay(thread, rollout.records, base)
-    ids = {e.get("id") for e in entries if type(e) is dict}
-    leaf = thread.leaf_id if thread.leaf_id in ids else (entries[-1].get("id") if entries else None)
+    leaf = leaf_or_last(entries, thread.leaf_id)
     return FileRead(
         rollout.session_id or _id_from_name(path),
         rollout.cwd or "",

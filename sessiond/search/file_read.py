@@ -23,3 +23,11 @@ class FileRead:
 
     def close(self) -> None:
         self._entries = []
+
+
+def leaf_or_last(entries: list[Any], leaf: Any) -> Any:
+    """``leaf`` when an entry has that id, else the last entry's id (``None``: no entries): the
+    leaf the daemon's Claude Code and Codex sessions serve for the same file."""
+    if leaf is not None and any(type(e) is dict and e.get("id") == leaf for e in entries):
+        return leaf
+    return entries[-1].get("id") if entries else None

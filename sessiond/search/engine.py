@@ -45,13 +45,21 @@ from .signature import stat_signature as stat_signature  # noqa: PLC0414 - re-ex
 
 log = logging.getLogger("sessiond.search")
 
-BATCH_WAIT_S: Final = 0.02
+BATCH_WAIT_S: Final = 0.25
+"""How long the writer waits for more events, after the first, before writing a batch. A
+followed transcript grows by a line at a time, several a second while its agent works; each
+batch is a transaction whose fixed part (the file's signature and entry list, the statements,
+the commit, a new FTS5 segment in each index and the merges they later cost: a merge of the
+vocabulary's trigram index takes 70-130 ms every couple of hundred transactions) cost more
+than the line itself: at 20 lines a second, 0.02 s made a transaction per line, 0.25 s makes
+one per five (the daemon's CPU per followed line 0.6 ms less at 0.3 MiB, 1.5 ms at 50 MiB;
+benchmarks/watch.py). Nobody sees the wait: a query's barrier ends it (what was appended
+before a query is found by it), and so does :meth:`SearchEngine.close`."""
 CLOSE_WAIT_S = 10.0
 """How long ``close`` waits for the writer thread (a daemon thread: the process may end without it)."""
 LOCKED_RETRIES = 5
 """Times a batch that found the file busy ("database is locked") is tried again before the
 index is taken for damaged and rebuilt."""
-"""How long the writer waits for more events before writing a batch."""
 BUILD_SLICE_S: Final = 1.0
 """Seconds of first-build work in one transaction at most. A slice ends sooner, after the file
 it is inserting, when an event or a barrier is queued (they go first: an append is indexed
@@ -381,8 +389,8 @@ class SearchEngine:
                     items.append(self._queue.get(timeout=left))
                 except queue.Empty:
                     break
-                if isinstance(items[-1], _Barrier):
-                    break
+                if items[-1] is None or isinstance(items[-1], _Barrier):
+                    break  # a query or close waits: the batch goes now
         else:
             while True:
                 try:

@@ -49,12 +49,13 @@ BATCH_WAIT_S: Final = 0.25
 """How long the writer waits for more events, after the first, before writing a batch. A
 followed transcript grows by a line at a time, several a second while its agent works; each
 batch is a transaction whose fixed part (the file's signature and entry list, the statements,
-the commit, a new FTS5 segment in each index and the merges they later cost: a merge of the
-vocabulary's trigram index takes 70-130 ms every couple of hundred transactions) cost more
-than the line itself: at 20 lines a second, 0.02 s made a transaction per line, 0.25 s makes
-one per five (the daemon's CPU per followed line 0.6 ms less at 0.3 MiB, 1.5 ms at 50 MiB;
-benchmarks/watch.py). Nobody sees the wait: a query's barrier ends it (what was appended
-before a query is found by it), and so does :meth:`SearchEngine.close`."""
+the commit, a new FTS5 segment in each index and the merges they later cost: with a 50 MiB
+transcript indexed, the word index merged for 70-80 ms twice in 400 one-line transactions)
+cost more than the line itself: at 20 lines a second, 0.02 s made a transaction per line,
+0.25 s makes one per five (the daemon's CPU per followed line of benchmarks/watch.py's
+synthetic 0.3 MiB transcript: 2.7-3.0 -> 2.0-2.4 ms). Nobody sees the wait: a query's
+barrier ends it (what was appended before a query is found by it), and so does
+:meth:`SearchEngine.close`."""
 CLOSE_WAIT_S = 10.0
 """How long ``close`` waits for the writer thread (a daemon thread: the process may end without it)."""
 LOCKED_RETRIES = 5

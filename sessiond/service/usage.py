@@ -220,9 +220,10 @@ class UsageFeed:
         """The index, with what is pending taken in while nobody is subscribed (the feed's loop
         takes it in every :data:`QUIET_THROTTLE` seconds only; with subscribers, every
         :data:`THROTTLE`, then tells them, as always) and the first build is over (before, it
-        reads every file anyway)."""
+        reads every file anyway). A take the loop started is waited for (the lock): it holds
+        changes that are no longer pending."""
         index = await self.index()
-        if self.progress is None and self._pending and not self._subs:
+        if self.progress is None and not self._subs:
             await self._take_in(index)
         return index
 

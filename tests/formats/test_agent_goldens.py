@@ -3,6 +3,7 @@ and ``sessiond inspect`` on them as a real subprocess."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
@@ -21,6 +22,8 @@ from tests.formats.make_agent_goldens import CODEX, codex_cases, opencode_cases,
 def _cases() -> Iterator[tuple[str, str, Path]]:
     yield from (("codex", name, path) for name, path in codex_cases())
     work = Path(tempfile.mkdtemp(prefix="opencode-goldens-"))
+    # made at collection (each xdist worker and the controller collect): gone when that process ends
+    atexit.register(shutil.rmtree, work, True)
     yield from (("opencode", name, path) for name, path in opencode_cases(work))
 
 

@@ -171,15 +171,6 @@ def read_or_create_token(path: Path) -> str:
     return token
 
 
-SWITCH_INTERVAL_S = 0.0005
-"""How long the event loop's thread waits for the GIL held by one of the daemon's other
-threads (the search index's writer, the usage records' and anyio's workers) before Python
-makes that thread give it up: Python's default, 5 ms, let a batch of the search index's
-pure-Python work hold up every request the loop was about to answer (it takes the GIL back
-at each of the loop's system calls: recv, send, write, stat, epoll). With 8 clients appending
-alone: p99 13.8-15.1 → 9.2-13.8 ms and appends/s up in 4 of 5 alternating runs
-(docs/append-path.md, fourth pass)."""
-
 OPEN_FILES_CEILING = 1 << 20
 """The soft open-file limit is raised to the hard one, but not past this (an unlimited hard
 limit)."""
@@ -637,7 +628,6 @@ def serve(config: Config, *, tcp: str | None = None, stdio: bool = False, ui: st
         # long as the process: frozen out of the collector's sight, it is no longer traversed by
         # every full collection, nor by the last one at exit (~0.2 s of CPU of every stop).
         gc.freeze()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
         asyncio.run(daemon.run(tcp=tcp, stdio=stdio, ui=viewer))
     finally:
         lock.release()

@@ -59,8 +59,9 @@ HAND_OVER_AFTER_S: Final = 0.1
 with the size of the batch it writes (an FTS5 segment, the vocabulary's upserts and a commit
 per batch): one Pi message per batch cost the writer ~400 µs of CPU, 30 per batch ~55 µs
 each, 100-300 ~25 µs each (``add_entries`` alone, docs/append-path.md). Handed over at the
-end of each turn of the loop, 8 clients appending made batches of ~30-80, and each hand-over
-woke the writer thread to fight the event loop for the GIL. A query, an open, a watcher's
+end of each turn of the loop, 8 clients appending made batches of 30 to 400 (as often as the
+writer got the GIL), and each hand-over woke the writer thread to fight the event loop for
+the GIL. A query, an open, a watcher's
 change, a removal and the daemon's stop hand over at once first, so nothing a query should
 find waits for this; what a crash loses the restart's look at the files' signatures reads."""
 

@@ -22,6 +22,9 @@ Sections (every ratio is against a reference measured in the same run, on the sa
 5. ``--profile`` - the 8-client ``buffered`` row again with the daemon under cProfile (stopped
    with SIGTERM, which must write the profile): top functions by own and cumulative time, and
    own time grouped by component. The profile is kept as ``benchmarks/out/rpc-daemon.prof``.
+   cProfile sees the main thread only (the event loop's): what the daemon's other threads
+   spend per append (the search index's writer, the usage records) is the second figure of
+   section 1's "loop / other threads" line.
 
 6. ``--hops`` - one buffered append taken apart in a fresh process (``benchmarks/append_hops.py``):
    each hop (read + frame, parse, validate, the handler and its parts: store, compaction
@@ -409,6 +412,17 @@ def _system_seconds(pid: int) -> float:
     return int(fields[12]) / CLK_TCK
 
 
+def _loop_thread_seconds(pid: int) -> float:
+    """CPU seconds of the daemon's main thread, the one running the event loop (its task id is
+    the process id): every request is read, handled, written and answered there. The rest of
+    the process's CPU is its other threads' — the search index's writer, the usage records'
+    and anyio's workers — which index and record each append after it was answered (and which
+    ``--profile``, cProfile of the main thread, does not see)."""
+    with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def _system_busy() -> tuple[float, float]:
     """Busy and steal CPU seconds of the whole machine (all CPUs), from ``/proc/stat``."""
     with open("/proc/stat") as f:
@@ -516,10 +530,10 @@ async def run_case(
                 await p.stdin.drain()
             await asyncio.sleep(max(0.0, t0 - time.monotonic()))
             cpu0, c0, (busy0, steal0) = daemon.cpu(), time.monotonic(), _system_busy()
-            sys0 = _system_seconds(daemon.pid)
+            sys0, loop0 = _system_seconds(daemon.pid), _loop_thread_seconds(daemon.pid)
             results = [await _result(p, "a writer client", log_path) for p in procs]
             cpu1, c1, (busy1, steal1) = daemon.cpu(), time.monotonic(), _system_busy()
-            sys1 = _system_seconds(daemon.pid)
+            sys1, loop1 = _system_seconds(daemon.pid), _loop_thread_seconds(daemon.pid)
             sub = None
             if sub_proc is not None:
                 await asyncio.sleep(0.5)  # notifications still on their way
@@ -546,6 +560,8 @@ async def run_case(
     row["daemonCpuPct"] = 100 * daemon_cpu / window
     row["daemonCpuUsPerReq"] = 1e6 * daemon_cpu / max(1, len(lat))
     row["daemonSysUsPerReq"] = 1e6 * (sys1 - sys0) / max(1, len(lat))
+    row["daemonLoopUsPerReq"] = 1e6 * (loop1 - loop0) / max(1, len(lat))
+    row["daemonThreadsUsPerReq"] = row["daemonCpuUsPerReq"] - row["daemonLoopUsPerReq"]
     row["clientsCpuPct"] = 100 * clients_cpu / wall
     row["clientsCpuUsPerReq"] = 1e6 * clients_cpu / max(1, len(lat))
     row["entriesAtEnd"] = prefill + 1 + writers * (args.warmup + common["count"])
@@ -891,6 +907,16 @@ def print_report(res: dict[str, Any]) -> None:
     ]
     if kernel:
         p(f"   daemon us/req spent in the kernel (system time): {', '.join(kernel)}")
+    threads = [
+        f"{r['mode']} x{r['clients']} {r['daemonLoopUsPerReq']:.0f} / {r['daemonThreadsUsPerReq']:.0f}"
+        for r in res["append"]
+        if "daemonLoopUsPerReq" in r
+    ]
+    if threads:
+        p(
+            "   daemon us/req on the event loop's thread / in its other threads (search index writer,"
+            f" usage records, workers): {', '.join(threads)}"
+        )
     p("   x = RPC / floor of the same mode (p50 x, p99 x: the RPC overhead factor; thru x: aggregate")
     p("   appends/s over the floor's one-thread appends/s). daemon CPU = % of one core over the timed")
     p("   window (user + system, all threads); us/req = daemon CPU time per request; clients CPU = the")

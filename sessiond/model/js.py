@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -314,10 +315,22 @@ def _days_from_civil(y: int, m: int, d: int) -> int:
     return era * 146097 + doe - 719468
 
 
+_SECOND: tuple[int, str] = (-1, "")
+"""The last second :func:`iso_now` formatted and its text up to the milliseconds."""
+
+
 def iso_now() -> str:
-    """``new Date().toISOString()`` for the current instant (ms precision, ``Z``)."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    """``new Date().toISOString()`` for the current instant (ms precision, ``Z``).
+
+    Every appended entry is stamped: the date and time are formatted once per second
+    (``strftime`` was ~2.3 of its ~2.9 µs), the milliseconds appended. The same clock as
+    ``datetime.now`` (the wall clock), truncated to the millisecond as before."""
+    global _SECOND  # noqa: PLW0603 - a one-entry cache; swapping the tuple is atomic
+    second, millis = divmod(time.time_ns() // 1_000_000, 1000)
+    cached = _SECOND
+    if cached[0] != second:
+        cached = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+    return f"{cached[1]}{millis:03d}Z"
 
 
 def iso_from_ms(ms: float) -> str:

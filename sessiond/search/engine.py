@@ -45,17 +45,9 @@ from .signature import stat_signature as stat_signature  # noqa: PLC0414 - re-ex
 
 log = logging.getLogger("sessiond.search")
 
-BATCH_WAIT_S: Final = 0.25
-"""How long the writer waits for more events, after the first, before writing a batch. A
-followed transcript grows by a line at a time, several a second while its agent works; each
-batch is a transaction whose fixed part (the file's signature and entry list, the statements,
-the commit, a new FTS5 segment in each index and the merges they later cost: with a 50 MiB
-transcript indexed, the word index merged for 70-80 ms twice in 400 one-line transactions)
-cost more than the line itself: at 20 lines a second, 0.02 s made a transaction per line,
-0.25 s makes one per five (the daemon's CPU per followed line of benchmarks/watch.py's
-synthetic 0.3 MiB transcript: 2.7-3.0 -> 2.0-2.4 ms). Nobody sees the wait: a query's
-barrier ends it (what was appended before a query is found by it), and so does
-:meth:`SearchEngine.close`."""
+BATCH_WAIT_S: Final = 0.02
+"""How long the writer waits for more events before writing a batch (a barrier or the end
+ends the wait at once: :attr:`SearchEngine._hurry`)."""
 CLOSE_WAIT_S = 10.0
 """How long ``close`` waits for the writer thread (a daemon thread: the process may end without it)."""
 LOCKED_RETRIES = 5
@@ -215,6 +207,11 @@ class SearchEngine:
         self.on_progress = on_progress
         """Called from the writer thread as the first build advances (done, total)."""
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._hurry = threading.Event()
+        """Set after queuing what must not wait out :data:`BATCH_WAIT_S` (a barrier, the end):
+        the writer collects a batch by waiting on this, not on the queue, so the events it
+        collects do not wake it one by one (with 8 clients appending, the writer woke ~9 times
+        per batch, each a thread switch and a fight for the GIL with the event loop)."""
         self._thread: threading.Thread | None = None
         self._db: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
@@ -257,6 +254,7 @@ class SearchEngine:
         if self._thread is not None:
             self._stopped = True
             self._queue.put(None)
+            self._hurry.set()
             self._thread.join(timeout=CLOSE_WAIT_S)
             self._thread = None
         with self._reader_lock:
@@ -308,6 +306,7 @@ class SearchEngine:
             return  # nothing queued is still unwritten: no round trip through the writer thread
         done = threading.Event()
         self._queue.put(_Barrier(done, sync))
+        self._hurry.set()
         done.wait(timeout)
 
     def search(
@@ -383,21 +382,16 @@ class SearchEngine:
         items: list[Any] = []
         with contextlib.suppress(queue.Empty):
             items.append(self._queue.get(block=block, timeout=None if block else 0))
-        if items and block and not isinstance(items[0], _Barrier):
-            deadline = time.monotonic() + BATCH_WAIT_S
-            while (left := deadline - time.monotonic()) > 0:
-                try:
-                    items.append(self._queue.get(timeout=left))
-                except queue.Empty:
-                    break
-                if items[-1] is None or isinstance(items[-1], _Barrier):
-                    break  # a query or close waits: the batch goes now
-        else:
-            while True:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+        if items and block and items[0] is not None and not isinstance(items[0], _Barrier):
+            # Collect for BATCH_WAIT_S unless a barrier or the end is queued meanwhile. Cleared
+            # after the wait: whatever set it was queued before it was set, and is taken below.
+            self._hurry.wait(BATCH_WAIT_S)
+            self._hurry.clear()
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
         failure = self._apply_batch(items)
         if failure is None or self._stopped:
             return

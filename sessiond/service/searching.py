@@ -51,8 +51,19 @@ log = logging.getLogger("sessiond.search")
 
 AGENTS: Final = {"pi": "pi", "claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
 HAND_OVER_AT: Final = 256
-"""Entries that are handed to the engine at once, without waiting for the turn of the event
-loop to end (a caller appending many times without yielding to the loop)."""
+"""Entries that are handed to the engine at once, without waiting for :data:`HAND_OVER_AFTER_S`
+(a caller appending many times without yielding to the loop, or a busy session)."""
+HAND_OVER_AFTER_S: Final = 0.1
+"""How long announced entries wait on the event loop before they go to the engine together
+(unless :data:`HAND_OVER_AT` of them came first). The index's cost per entry falls steeply
+with the size of the batch it writes (an FTS5 segment, the vocabulary's upserts and a commit
+per batch): one Pi message per batch cost the writer ~400 µs of CPU, 30 per batch ~55 µs
+each, 100-300 ~25 µs each (``add_entries`` alone, docs/append-path.md). Handed over at the
+end of each turn of the loop, 8 clients appending made batches of 30 to 400 (as often as the
+writer got the GIL), and each hand-over woke the writer thread to fight the event loop for
+the GIL. A query, an open, a watcher's
+change, a removal and the daemon's stop hand over at once first, so nothing a query should
+find waits for this; what a crash loses the restart's look at the files' signatures reads."""
 
 
 class CatalogSource(SessionSource):
@@ -242,9 +253,9 @@ class Searching:
         has open (path, file offset, complete lines): the usage records take it from there
         (set by the service before :meth:`start`)."""
         self._appends: dict[str, _Batch] = {}
-        """Entries announced in this turn of the event loop, by path, handed to the engine
-        together at its end (:meth:`_hand_over`)."""
-        self._handing = False
+        """Entries announced lately, by path, handed to the engine together
+        (:meth:`_hand_over`) :data:`HAND_OVER_AFTER_S` after the first of them."""
+        self._handing: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         if self.enabled and not self._started:
@@ -285,11 +296,11 @@ class Searching:
     def entries(self, host: Any, entry_ids: list[str]) -> None:
         """A host announced entries: index them (the registry's ``on_entries``).
 
-        The announcements of one turn of the event loop go to the engine together, one batch
-        per file, when the turn ends: many clients appending at once then cost the writer
-        thread one wake-up, one look at the file's signature and one insert per turn, not per
-        append (and the loop one hand-over to another thread). Any other event for the engine
-        hands them over first, so the engine sees everything in order."""
+        The announcements of :data:`HAND_OVER_AFTER_S` go to the engine together, one batch
+        per file: many clients appending at once then cost the writer thread one wake-up, one
+        look at the file's signature and one insert per batch, not per append (and the loop
+        one hand-over to another thread). Any other event for the engine hands them over
+        first, so the engine sees everything in order."""
         if not self._started or not entry_ids:
             return
         session = host.session
@@ -308,16 +319,17 @@ class Searching:
             batch.name = name
         if len(batch.entries) >= HAND_OVER_AT:
             self._hand_over()
-        elif not self._handing:
+        elif self._handing is None:
             try:
-                asyncio.get_running_loop().call_soon(self._hand_over)
-                self._handing = True
+                self._handing = asyncio.get_running_loop().call_later(HAND_OVER_AFTER_S, self._hand_over)
             except RuntimeError:  # no event loop (a tool, a test): at once
                 self._hand_over()
 
     def _hand_over(self) -> None:
         """Give the engine the entries announced since the last hand-over."""
-        self._handing = False
+        if self._handing is not None:
+            self._handing.cancel()  # when called before its time: the timer has nothing left
+            self._handing = None
         appends, self._appends = self._appends, {}
         for path, batch in appends.items():
             self.engine.appended(path, batch.entries, batch.leaf, batch.name, batch.size)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
 from sessiond.model.js import (
     UNDEFINED,
     date_ms,
+    iso_from_ms,
+    iso_now,
     key,
     number_to_string,
     to_string,
@@ -137,3 +140,18 @@ def test_date_of_non_strings() -> None:
     assert date_ms(None) == 0
     assert math.isnan(date_ms(UNDEFINED))
     assert date_ms(1765233665292) == 1765233665292
+
+
+def test_iso_now_is_the_current_millisecond_in_dates_format() -> None:
+    """``iso_now`` formats the date once per second (a cache): every stamp must still be the
+    instant it was taken, truncated to the millisecond, across second boundaries too."""
+    seen_seconds: set[str] = set()
+    deadline = time.monotonic() + 1.5  # two seconds' stamps at least: one boundary crossed
+    while len(seen_seconds) < 2 or time.monotonic() < deadline - 1.0:
+        before = time.time_ns() // 1_000_000
+        stamp = iso_now()
+        after = time.time_ns() // 1_000_000
+        assert date_ms(stamp) in range(before, after + 1)
+        assert stamp in {iso_from_ms(ms) for ms in range(before, after + 1)}
+        seen_seconds.add(stamp[:19])
+    assert len(seen_seconds) >= 2

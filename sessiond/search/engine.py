@@ -45,9 +45,16 @@ from .signature import stat_signature as stat_signature  # noqa: PLC0414 - re-ex
 
 log = logging.getLogger("sessiond.search")
 
-BATCH_WAIT_S: Final = 0.02
+BATCH_WAIT_S: Final = 0.25
 """How long the writer waits for more events before writing a batch (a barrier or the end
-ends the wait at once: :attr:`SearchEngine._hurry`)."""
+ends the wait at once: :attr:`SearchEngine._hurry`). A followed transcript grows a line at a
+time, several a second while its agent works, and the service hands its entries over every
+0.1 s: each batch is a transaction whose fixed part (signature, entry list, statements,
+commit, an FTS5 segment per index and the merges they cost later: with a 50 MiB transcript
+indexed, the word index merged for 70-80 ms twice in 400 one-line transactions) outweighs a
+line. 0.02 s wrote a batch per hand-over (~2 lines at 20 a second), 0.25 s one per ~5: the
+daemon's CPU per followed line of benchmarks/watch.py's synthetic 0.3 MiB transcript
+1.60-2.03 -> 1.38-1.85 ms (alternating runs). Nobody waits for it: a query's barrier ends it."""
 CLOSE_WAIT_S = 10.0
 """How long ``close`` waits for the writer thread (a daemon thread: the process may end without it)."""
 LOCKED_RETRIES = 5

@@ -102,20 +102,24 @@ def _unpack(data: bytes) -> list[Any]:
 def load(db: sqlite3.Connection, fid: int) -> FileNodes:
     """The entries of file ``fid`` as its rows say (none: an empty list)."""
     out = FileNodes()
+    ids, index, parents, texts = out.ids, out.index, out.parents, out.texts
     previous: str | None = None
+    # FileNodes.add's loop inlined: the first append to a big file after a start decodes all
+    # of it here (16,500 entries in 2 rows: 27 -> 19 ms)
     for (data,) in db.execute("SELECT data FROM nodes WHERE fid = ? ORDER BY id", (fid,)):
         flat = _unpack(data)
         out.chunks += 1
-        pairs: list[tuple[str, str | None]] = []
-        texts: dict[str, tuple[int, int]] = {}
         at = 0
         for i in range(0, len(flat), 4):
             entry_id, parent, delta, count = flat[i : i + 4]
-            pairs.append((entry_id, previous if parent == _SAME else parent))
+            if entry_id not in index:
+                index[entry_id] = len(ids)
+                ids.append(entry_id)
+            parents[entry_id] = previous if parent == _SAME else parent
             at += delta
             texts[entry_id] = (at, count) if count else _NONE
             previous = entry_id
-        out.add(pairs, texts)
+    out.last = previous
     return out
 
 

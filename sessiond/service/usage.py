@@ -10,10 +10,13 @@ are parsed from there instead of read again (:meth:`UsageIndex.feed`). A file no
 that grew is read by the search index's kept reader, which hands the lines over
 (:meth:`UsageFeed.handed`); the feed waits for them (at most :attr:`UsageFeed.HANDOVER_WAIT`).
 The other paths are read from where they were left. The changes are collected and taken in
-together in a worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds, after which each subscribed
-connection whose numbers changed gets one ``stats_update`` (``session/update`` with
-``sessionUpdate: "stats_update"``; the envelope's ``sessionId`` is the subscribed session's id,
-or ``""`` when the subscription names none).
+together in a worker thread, at most every :attr:`UsageFeed.THROTTLE` seconds while a connection
+is subscribed, after which each subscribed connection whose numbers changed gets one
+``stats_update`` (``session/update`` with ``sessionUpdate: "stats_update"``; the envelope's
+``sessionId`` is the subscribed session's id, or ``""`` when the subscription names none).
+With nobody subscribed they are taken in every :attr:`UsageFeed.QUIET_THROTTLE` seconds, and
+by each ``stats/query`` (and a subscription's answer) first: an answer counts every line the
+daemon had seen when it was asked.
 """
 
 from __future__ import annotations
@@ -64,7 +67,13 @@ class _Subscription:
 
 class UsageFeed:
     THROTTLE: Final = 0.2
-    """Seconds between two reads of changed files (and so between two ``stats_update``)."""
+    """Seconds between two reads of changed files (and so between two ``stats_update``) while a
+    connection is subscribed."""
+    QUIET_THROTTLE: Final = 2.0
+    """The same while nobody is subscribed: nobody waits for the numbers (a query takes in what
+    is pending itself), and each take costs a worker thread's round trip and a transaction. A
+    followed transcript's lines (20 a second in benchmarks/watch.py) cost the daemon 0.2-0.5 ms
+    of CPU less each than with a take every 0.2 s."""
     HANDOVER_WAIT: Final = 1.0
     """Seconds a grown file nobody has open waits for the search index's reader to hand over
     what it read (:meth:`handed`, usually within milliseconds) before it is read here after
@@ -87,6 +96,10 @@ class UsageFeed:
         until when to wait for it (:data:`HANDOVER_WAIT`)."""
         self.progress: tuple[int, int] | None = (0, 0)
         """(files read, files) while the first build runs, then ``None``."""
+        self._taking = anyio.Lock()
+        """Held while pending changes are taken in (the feed's loop or a query): one at a time."""
+        self._hurry = anyio.Event()
+        """Set by a subscription: the feed's quiet pause ends (subscribers get updates at once)."""
 
     @property
     def bytes_read(self) -> int:
@@ -180,16 +193,39 @@ class UsageFeed:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            paths = self._take()
-            if paths:
-                try:
-                    await anyio.to_thread.run_sync(_update, index, paths)
-                except Exception:
-                    log.exception("usage: reading %d changed files failed", len(paths))
+            if await self._take_in(index):
                 await self._notify()
             if self._pending:
                 self._wake.set()  # growth still to be handed over: looked at again
-            await anyio.sleep(self.THROTTLE)
+            if self._subs:
+                await anyio.sleep(self.THROTTLE)
+            else:
+                with anyio.move_on_after(self.QUIET_THROTTLE):
+                    await self._hurry.wait()
+                self._hurry = anyio.Event()
+
+    async def _take_in(self, index: UsageIndex) -> bool:
+        """Take in the pending changes (in a worker thread); whether there were any."""
+        async with self._taking:
+            paths = self._take()
+            if not paths:
+                return False
+            try:
+                await anyio.to_thread.run_sync(_update, index, paths)
+            except Exception:
+                log.exception("usage: reading %d changed files failed", len(paths))
+            return True
+
+    async def _current(self) -> UsageIndex:
+        """The index, with what is pending taken in while nobody is subscribed (the feed's loop
+        takes it in every :data:`QUIET_THROTTLE` seconds only; with subscribers, every
+        :data:`THROTTLE`, then tells them, as always) and the first build is over (before, it
+        reads every file anyway). A take the loop started is waited for (the lock): it holds
+        changes that are no longer pending."""
+        index = await self.index()
+        if self.progress is None and not self._subs:
+            await self._take_in(index)
+        return index
 
     def close(self) -> None:
         if self._index is not None:
@@ -198,7 +234,7 @@ class UsageFeed:
     # ------------------------------------------------------------------ the protocol's
 
     async def query(self, q: Query) -> dict[str, Any]:
-        index = await self.index()
+        index = await self._current()
         result = await anyio.to_thread.run_sync(run, index, q)
         progress = self.progress
         result["indexing"] = {"done": progress[0], "total": progress[1]} if progress is not None else None
@@ -206,16 +242,17 @@ class UsageFeed:
 
     async def knows(self, session_id: str) -> bool:
         """Whether any usage record belongs to the session."""
-        index = await self.index()
+        index = await self._current()
         return await anyio.to_thread.run_sync(index.knows, session_id)
 
     async def subscribe(self, peer: Peer, session_id: str | None, timezone: str | None) -> dict[str, Any]:
         """Send ``peer`` ``stats_update`` from now on (replacing its earlier subscription);
         the current numbers are the answer."""
         sub = _Subscription(peer, session_id, zone(timezone))
+        index = await self._current()
         self.hub.subscribe(STATS_TOPIC, peer)
         self._subs[peer.id] = sub
-        index = await self.index()
+        self._hurry.set()  # the feed's loop goes back to THROTTLE now
         sub.last = await anyio.to_thread.run_sync(_numbers, index, sub)
         return sub.last
 

@@ -136,3 +136,35 @@ async def test_an_own_append_changes_stats_update(tmp_path: Path) -> None:
         await client.request("stats/unsubscribe", {})
     finally:
         daemon.stop()
+
+
+async def test_a_query_right_after_an_own_append_counts_it(tmp_path: Path) -> None:
+    """With nobody subscribed the feed takes changes in only every ``QUIET_THROTTLE`` seconds:
+    ``stats/query`` takes in what is pending first, so each answer counts every append made
+    before it (without that, these queries come within milliseconds and miss them)."""
+    daemon: Daemon = start_daemon(tmp_path)
+    try:
+        client = await daemon.client()
+        sid = (await client.request("session/new", {"cwd": "/work/proj"}))["sessionId"]
+        await built(client)
+        for n in range(1, 4):
+            message = {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"reply {n}"}],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input": 10, "output": 500, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 510},
+                "stopReason": "stop",
+                "timestamp": int(time.time() * 1000),
+            }
+            await client.request(
+                "session/append", {"sessionId": sid, "entries": [{"type": "message", "message": message}]}
+            )
+            answer = await client.request(
+                "stats/query", {"groupBy": "session", "sessionId": sid, "timezone": "UTC"}
+            )
+            assert answer["totals"]["outputTokens"] == 500 * n
+            assert answer["totals"]["inputTokens"] == 10 * n
+    finally:
+        daemon.stop()

@@ -11,8 +11,9 @@ raises deep inside a writer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ...model.js import UNDEFINED
 from ...model.projection import Projection
@@ -20,6 +21,8 @@ from ...model.tokens import PI, ContextEstimate, ContextUsage, TokenEstimator
 from ...model.tree import SessionTree, TreeNode
 from ..index import SessionIndex
 from .ingest import IngestResult
+
+T = TypeVar("T")
 
 
 class SessionDiagnostics(Protocol):
@@ -116,6 +119,11 @@ class ReadableSession(Protocol):
 
     def ingest(self) -> IngestResult:
         """Index what another program appended to the file since it was last read."""
+        ...
+
+    def if_free(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` holding the session's lock when no other thread holds it, else ``None``
+        (``fn`` not called, nothing waited for)."""
         ...
 
     def close(self) -> None: ...

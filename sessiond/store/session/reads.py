@@ -8,12 +8,15 @@ what ``tree/get``, ``session/entries`` and an entry lookup return. Nothing here 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from ...model.js import UNDEFINED, get, key, trim
 from ...model.tree import SessionTree, TreeNode
 from ..index import SessionIndex
+
+T = TypeVar("T")
 
 
 class IndexedSession:
@@ -30,6 +33,18 @@ class IndexedSession:
     def close(self) -> None:
         """Release what the session holds (its bodies no longer count against the memory budget)."""
         self._index.close()
+
+    def if_free(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` holding the session's lock, at once, when no other thread holds it; else
+        ``None`` without calling it. What the event loop calls a session's method through when
+        it must not wait for another thread's long read (the follower's ingest of a small
+        growth: see ``Follower._follow``)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return fn()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> Self:
         return self

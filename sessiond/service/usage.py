@@ -177,8 +177,13 @@ class UsageFeed:
     async def run(self) -> None:
         """Build the records once, then follow changes until cancelled."""
         # The model registry takes ~0.5 s to import: here, off the loop, rather than on the
-        # first usage_update that needs a context window.
-        await anyio.to_thread.run_sync(registry_window, "claude-sonnet-4-5")
+        # first usage_update that needs a context window. Only a head start: when it fails (an
+        # import racing another thread's, say) the first lookup that needs it imports it again,
+        # and the records are built all the same.
+        try:
+            await anyio.to_thread.run_sync(registry_window, "claude-sonnet-4-5")
+        except Exception:
+            log.warning("usage: the model registry was not loaded ahead (first use will)", exc_info=True)
         index = await self.index()
 
         def report(done: int, total: int) -> None:

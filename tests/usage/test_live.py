@@ -46,6 +46,20 @@ async def stats_update(client: Any, envelope_id: str, done: Any, timeout: float 
     raise AssertionError("no stats_update")
 
 
+def _reply(text: str, usage: dict[str, int]) -> dict[str, Any]:
+    """A Pi assistant message with ``usage``, stamped now (what the daemon's own appends carry)."""
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "usage": usage,
+        "stopReason": "stop",
+        "timestamp": int(time.time() * 1000),
+    }
+
+
 def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -107,16 +121,9 @@ async def test_an_own_append_changes_stats_update(tmp_path: Path) -> None:
         await built(client)
         first = await client.request("stats/subscribe", {"sessionId": sid})
         assert first["session"]["totalTokens"] == 0 and first["session"]["cost"] == 0.0
-        message = {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "hi"}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-sonnet-4-5",
-            "usage": {"input": 10, "output": 500, "cacheRead": 2000, "cacheWrite": 100, "totalTokens": 2610},
-            "stopReason": "stop",
-            "timestamp": int(time.time() * 1000),
-        }
+        message = _reply(
+            "hi", {"input": 10, "output": 500, "cacheRead": 2000, "cacheWrite": 100, "totalTokens": 2610}
+        )
         written = time.monotonic()
         await client.request(
             "session/append", {"sessionId": sid, "entries": [{"type": "message", "message": message}]}
@@ -148,16 +155,10 @@ async def test_a_query_right_after_an_own_append_counts_it(tmp_path: Path) -> No
         sid = (await client.request("session/new", {"cwd": "/work/proj"}))["sessionId"]
         await built(client)
         for n in range(1, 4):
-            message = {
-                "role": "assistant",
-                "content": [{"type": "text", "text": f"reply {n}"}],
-                "api": "anthropic-messages",
-                "provider": "anthropic",
-                "model": "claude-sonnet-4-5",
-                "usage": {"input": 10, "output": 500, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 510},
-                "stopReason": "stop",
-                "timestamp": int(time.time() * 1000),
-            }
+            message = _reply(
+                f"reply {n}",
+                {"input": 10, "output": 500, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 510},
+            )
             await client.request(
                 "session/append", {"sessionId": sid, "entries": [{"type": "message", "message": message}]}
             )

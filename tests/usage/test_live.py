@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.builders import assistant
 from tests.conftest import CLAUDE_FIXTURES
 from tests.harness.daemon import Daemon, start_daemon
 
@@ -49,13 +50,8 @@ async def stats_update(client: Any, envelope_id: str, done: Any, timeout: float 
 def _reply(text: str, usage: dict[str, int]) -> dict[str, Any]:
     """A Pi assistant message with ``usage``, stamped now (what the daemon's own appends carry)."""
     return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
+        **assistant(text, model="claude-sonnet-4-5"),
         "usage": usage,
-        "stopReason": "stop",
         "timestamp": int(time.time() * 1000),
     }
 

@@ -73,10 +73,6 @@ def _blocks_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit]
-
-
 def _tool_call_text(block: dict[str, Any]) -> str:
     name = block.get("name")
     arguments = block.get("arguments")
@@ -84,7 +80,7 @@ def _tool_call_text(block: dict[str, Any]) -> str:
         encoded = orjson.dumps(arguments).decode() if arguments is not None else ""
     except TypeError:
         encoded = ""
-    return _clip(f"{name if type(name) is str else ''} {encoded}".strip(), TOOL_TEXT_CHARS)
+    return f"{name if type(name) is str else ''} {encoded}".strip()[:TOOL_TEXT_CHARS]
 
 
 def _message_docs(message: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -144,7 +140,7 @@ def _message_docs(message: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def _found(entry: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """An entry's ``(role, kind, text)`` (see :func:`entry_docs`)."""
+    """An entry's ``(role, kind, text)``, empty texts included (:func:`file_docs` drops them)."""
     t = entry.get("type")
     if t == "message":
         message = entry.get("message")
@@ -166,31 +162,13 @@ def _found(entry: dict[str, Any]) -> list[tuple[str, str, str]]:
     return []
 
 
-def entry_docs(entry: Any) -> list[Doc]:
-    """The searchable texts of one entry (none for headers, model changes and the like)."""
-    if type(entry) is not dict:
-        return []
-    entry_id = entry.get("id")
-    if type(entry_id) is not str:
-        return []
-    found = _found(entry)
-    if not found:
-        return []
-    ts = timestamp_ms(entry.get("timestamp"))
-    return [Doc(entry_id, role, kind, text, ts) for role, kind, text in found if text and not text.isspace()]
-
-
-def parent_of(entry: Any) -> str | None:
-    parent = entry.get("parentId") if type(entry) is dict else None
-    return parent if type(parent) is str else None
-
-
 def file_docs(entries: Iterable[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:
     """The docs of a file's entries and each entry's ``(id, parent id)``, in entry order: the
     last line carrying an id is the entry (Pi's rule), placed where that last line is.
 
-    :func:`entry_docs` and :func:`parent_of` over every entry, in one loop (a first build runs
-    it on every entry of every file: a call and a dict lookup less per entry count)."""
+    One loop over the entries, written for speed (a first build runs it on every entry of
+    every file); tests/search/test_extract.py holds it to the same written plainly, an entry
+    at a time."""
     listed = [e for e in entries if type(e) is dict and type(e.get("id")) is str]
     ids = [e["id"] for e in listed]
     last = dict(zip(ids, listed, strict=True))

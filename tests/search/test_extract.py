@@ -3,8 +3,8 @@ per-text steps of :func:`.index.prepare` inline); here it must equal its definit
 plainly, on every session of tests/fixtures read as the build reads it (every agent's reader,
 Pi's files of older versions too), and on entries that repeat an id or carry snippet markers:
 
-* :func:`.extract.file_docs` is :func:`.extract.entry_docs` and :func:`.extract.parent_of` of
-  the last line of each id, in the order of those last lines (Pi's rule);
+* :func:`.extract.file_docs` is :func:`entry_docs` and :func:`parent_of` below of the last
+  line of each id, in the order of those last lines (Pi's rule);
 * :func:`.index.prepare` gives each text without snippet markers, whether the word tokenizer
   sees only its ASCII words (:func:`.blocks.plain`), the texts cut into blocks
   (:func:`.blocks.split`, :func:`.blocks.pack`) and their tokens' counts.
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from sessiond.search import blocks
-from sessiond.search.extract import Doc, entry_docs, file_docs, parent_of
+from sessiond.search.extract import Doc, _found, file_docs, timestamp_ms
 from sessiond.search.index import END, START, prepare
 from sessiond.search.readers import open_for_index
 
@@ -34,6 +34,19 @@ def _agent(path: Path) -> str:
     if parts[0] == "claude-code" or path.name.startswith("claude-code"):
         return "claude-code"
     return "codex" if parts[0] == "codex" else "pi"
+
+
+def entry_docs(entry: Any) -> list[Doc]:
+    """The searchable texts of one entry (none for headers, model changes and the like)."""
+    if type(entry) is not dict or type(entry.get("id")) is not str:
+        return []
+    ts = timestamp_ms(entry.get("timestamp"))
+    return [Doc(entry["id"], r, k, text, ts) for r, k, text in _found(entry) if text and not text.isspace()]
+
+
+def parent_of(entry: Any) -> str | None:
+    parent = entry.get("parentId") if type(entry) is dict else None
+    return parent if type(parent) is str else None
 
 
 def _file_docs_by_definition(entries: list[Any]) -> tuple[list[Doc], list[tuple[str, str | None]]]:

@@ -15,7 +15,7 @@ import pytest
 
 from sessiond.search.claude_file import read_claude
 from sessiond.search.codex_file import read_codex
-from sessiond.search.extract import entry_docs
+from sessiond.search.extract import file_docs
 from sessiond.search.readers import open_for_index
 from sessiond.store import bounded
 from sessiond.store.claude import ClaudeSession
@@ -40,7 +40,7 @@ def test_read_codex_indexes_what_codex_session_serves(path: Path) -> None:
     try:
         served = session.entries()
         assert [e.get("id") for e in light.entries()] == [e.get("id") for e in served]
-        assert [entry_docs(e) for e in light.entries()] == [entry_docs(e) for e in served]
+        assert file_docs(light.entries()) == file_docs(served)
         assert (light.id, light.cwd, light.name) == (session.id, session.cwd, session.name)
         assert light.leaf_id == session.leaf_id
     finally:

@@ -404,12 +404,18 @@ def child(argv: list[str]) -> int:
 # --------------------------------------------------------------------------- the daemon
 
 
+def _stat_times(stat_path: str) -> tuple[float, float]:
+    """``utime`` and ``stime`` (seconds) of a ``/proc`` ``stat`` file: a process's (every
+    thread) or one task's."""
+    with open(stat_path, "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
 def _system_seconds(pid: int) -> float:
     """The kernel's part of a process's CPU seconds (``stime``, every thread): the daemon's
     system calls — socket reads and writes, ``epoll_wait``, the file's ``write`` and ``stat``s."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        fields = f.read().rsplit(b")", 1)[1].split()
-    return int(fields[12]) / CLK_TCK
+    return _stat_times(f"/proc/{pid}/stat")[1]
 
 
 def _loop_thread_seconds(pid: int) -> float:
@@ -418,9 +424,7 @@ def _loop_thread_seconds(pid: int) -> float:
     the process's CPU is its other threads' — the search index's writer, the usage records'
     and anyio's workers — which index and record each append after it was answered (and which
     ``--profile``, cProfile of the main thread, does not see)."""
-    with open(f"/proc/{pid}/task/{pid}/stat", "rb") as f:
-        fields = f.read().rsplit(b")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return sum(_stat_times(f"/proc/{pid}/task/{pid}/stat"))
 
 
 def _system_busy() -> tuple[float, float]:
